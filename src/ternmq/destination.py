@@ -31,9 +31,7 @@ _NAME_RE = re.compile(r"[^\s\x00-\x1f\x7f/]+(?:/[^\s\x00-\x1f\x7f/]+)*")
 
 def _validate_name(kind: str, name: object) -> str:
     if not isinstance(name, str):
-        raise InvalidDestinationException(
-            f"a {kind} name must be a str, not {type(name).__name__}"
-        )
+        raise InvalidDestinationException(f"a {kind} name must be a str, not {type(name).__name__}")
     if not name:
         raise InvalidDestinationException(f"a {kind} name must not be empty")
     if len(name) > MAX_NAME_LENGTH:

@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 
-class JMSException(Exception):  # noqa: N818 - the JMS name is the contract
+class JMSException(Exception):
     """Root of every JMS error (EXC-01).
 
     Args:
@@ -222,8 +222,11 @@ def to_runtime(exc: JMSException) -> JMSRuntimeException:
         return JMSRuntimeException(str(exc), exc.error_code, exc)
     if twin is InvalidSelectorRuntimeException and isinstance(exc, InvalidSelectorException):
         out: JMSRuntimeException = InvalidSelectorRuntimeException(
-            str(exc), exc.error_code, exc.linked_exception,
-            selector=exc.selector, position=exc.position,
+            str(exc),
+            exc.error_code,
+            exc.linked_exception,
+            selector=exc.selector,
+            position=exc.position,
         )
     else:
         out = twin(str(exc), exc.error_code, exc.linked_exception)
