@@ -136,7 +136,7 @@ class _Temporary:
             raise IllegalStateException(
                 f"{self} can only be deleted by the connection that created it"
             )
-        owner._delete_temporary(self)  # type: ignore[arg-type]
+        owner._delete_temporary(self)
 
 
 class TemporaryQueue(_Temporary, Queue):
