@@ -17,11 +17,19 @@ state and ``_copy()`` an independent copy.
 
 from __future__ import annotations
 
+from ternmq.message._bytes import BytesMessage
+from ternmq.message._map import MapMessage
 from ternmq.message._message import DeliveryMode, Message
+from ternmq.message._object import ObjectMessage
+from ternmq.message._stream import StreamMessage
 from ternmq.message._text import TextMessage
 
 __all__ = [
+    "BytesMessage",
     "DeliveryMode",
+    "MapMessage",
     "Message",
+    "ObjectMessage",
+    "StreamMessage",
     "TextMessage",
 ]
