@@ -1,1 +1,18 @@
-"""ternmq.client."""
+"""The JMS client API: classic (connection, session, producer, consumer, browser) and
+simplified (context)."""
+
+from ternmq.client.connection import Connection, ConnectionFactory, ConnectionMetaData
+from ternmq.client.consumer import MessageConsumer, QueueBrowser
+from ternmq.client.producer import CompletionListener, MessageProducer
+from ternmq.client.session import Session
+
+__all__ = [
+    "CompletionListener",
+    "Connection",
+    "ConnectionFactory",
+    "ConnectionMetaData",
+    "MessageConsumer",
+    "MessageProducer",
+    "QueueBrowser",
+    "Session",
+]

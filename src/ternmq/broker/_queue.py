@@ -1,0 +1,281 @@
+"""The ordered messages of one queue or one subscription.
+
+Theory of operation
+-------------------
+A published message becomes one :class:`Stored` value (the encoded bytes plus the header
+values the broker routes by); each queue or subscription that takes it holds its own
+:class:`Entry` (sequence number, delivery count, state), so topic copies are independent
+(SUB-01) while sharing the bytes.
+
+An entry is SCHEDULED until its delivery time (JMS 2.0 §4.12), READY while it waits for a
+consumer, INFLIGHT once dispatched and until acknowledged, and GONE after. READY entries are
+kept in ten insertion-ordered maps, one per priority (JMS 2.0 §3.4.10: higher first, FIFO
+within a priority, REL-21). An entry that comes back (rollback, recover, close) is put back at
+its original place by sequence number (REL-16). Scheduled entries wait in a heap keyed by due
+time; entries with an expiration are also indexed in a heap for the reaper (PSF-05).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ternmq.broker.config import DestinationPolicy
+
+if TYPE_CHECKING:
+    from ternmq.message import Message
+
+__all__ = ["Entry", "MessageQueue", "Stored"]
+
+SCHEDULED, READY, INFLIGHT, GONE = range(4)
+
+
+class Stored:
+    """One published message: its bytes and the header values routing needs."""
+
+    __slots__ = (
+        "data",
+        "persistent",
+        "priority",
+        "expiration",
+        "delivery_time",
+        "group_id",
+        "group_seq",
+        "origin_conn",
+        "origin_client",
+        "_view",
+    )
+
+    def __init__(
+        self,
+        data: bytes,
+        persistent: bool,
+        priority: int,
+        expiration: int,
+        delivery_time: int,
+        group_id: str | None = None,
+        group_seq: int = 0,
+        origin_conn: object = None,
+        origin_client: str | None = None,
+    ) -> None:
+        self.data = data
+        self.persistent = persistent
+        self.priority = priority
+        self.expiration = expiration
+        self.delivery_time = delivery_time
+        self.group_id = group_id
+        self.group_seq = group_seq
+        self.origin_conn = origin_conn
+        self.origin_client = origin_client
+        self._view: Message | None = None
+
+    @property
+    def size(self) -> int:
+        """Bytes this message holds in memory (its encoding)."""
+        return len(self.data)
+
+    def view(self) -> Message:
+        """The decoded message, for selectors (decoded once, on first use)."""
+        if self._view is None:
+            from ternmq.message.codec import decode_message
+
+            self._view = decode_message(self.data)
+        return self._view
+
+
+class Entry:
+    """One message's place in one queue or subscription."""
+
+    __slots__ = ("seq", "stored", "count", "state", "queue", "delivery_id", "consumer", "session")
+
+    def __init__(self, seq: int, stored: Stored, queue: MessageQueue, count: int = 0) -> None:
+        self.seq = seq
+        self.stored = stored
+        self.count = count  # times handed to the application (JMSXDeliveryCount - 1)
+        self.state = SCHEDULED
+        self.queue = queue
+        self.delivery_id = 0
+        self.consumer: Any = None
+        self.session: Any = None
+
+    def __lt__(self, other: Entry) -> bool:
+        return self.seq < other.seq
+
+
+class MessageQueue:
+    """Messages of one queue or subscription, in dispatch order.
+
+    Args:
+        key: the store key (``queue://NAME``, or ``sub:...`` for a durable subscription).
+        durable: whether PERSISTENT messages here are written to the store.
+        policy: the destination's policy (dead letters, expiry, memory).
+        name: the destination text shown in dead-letter and expiry records.
+    """
+
+    def __init__(self, key: str, durable: bool, policy: DestinationPolicy, name: str) -> None:
+        self.key = key
+        self.name = name
+        self.durable = durable
+        self.policy = policy
+        self.last_seq = 0
+        self._ready: list[OrderedDict[int, Entry]] = [OrderedDict() for _ in range(10)]
+        self.ready_count = 0
+        self.scheduled: list[tuple[int, int, Entry]] = []
+        self.expiring: list[tuple[int, int, Entry]] = []
+        self.inflight: dict[int, Entry] = {}
+        self.bytes = 0
+        self.consumers: list[Any] = []
+        self.rr = 0
+        self.groups: dict[str, Any] = {}
+        self.has_groups = False
+        self.enqueued = 0
+        self.dequeued = 0
+        self.deleted = False
+        self.owner: Any = None  # the connection owning a temporary destination
+
+    # ---- sizes -------------------------------------------------------------------------
+    @property
+    def depth(self) -> int:
+        """Messages held: waiting, scheduled and in flight."""
+        return self.ready_count + len(self.scheduled_entries()) + len(self.inflight)
+
+    def scheduled_entries(self) -> list[Entry]:
+        """Entries still waiting for their delivery time."""
+        return [e for _, _, e in self.scheduled if e.state == SCHEDULED]
+
+    # ---- entering ----------------------------------------------------------------------
+    def add(self, stored: Stored, now: int, count: int = 0, seq: int = 0) -> Entry:
+        """Take a message (new, or recovered with its ``seq`` and delivery ``count``)."""
+        if seq:
+            self.last_seq = max(self.last_seq, seq)
+        else:
+            self.last_seq += 1
+            seq = self.last_seq
+        entry = Entry(seq, stored, self, count)
+        self.bytes += stored.size
+        self.enqueued += 1
+        if stored.group_id is not None:
+            self.has_groups = True
+        if stored.expiration:
+            heapq.heappush(self.expiring, (stored.expiration, seq, entry))
+        if stored.delivery_time > now:
+            heapq.heappush(self.scheduled, (stored.delivery_time, seq, entry))
+        else:
+            self._make_ready(entry)
+        return entry
+
+    def schedule(self, entry: Entry, due: int) -> None:
+        """Hold a returned entry until ``due`` (redelivery delay, PSF-02)."""
+        entry.state = SCHEDULED
+        heapq.heappush(self.scheduled, (due, entry.seq, entry))
+
+    def _make_ready(self, entry: Entry) -> None:
+        entry.state = READY
+        od = self._ready[entry.stored.priority]
+        seq = entry.seq
+        if not od or seq > next(reversed(od)):
+            od[seq] = entry
+        elif seq < next(iter(od)):
+            od[seq] = entry
+            od.move_to_end(seq, last=False)
+        else:  # rare: back into the middle (REL-16)
+            od[seq] = entry
+            items = sorted(od.items())
+            od.clear()
+            od.update(items)
+        self.ready_count += 1
+
+    def promote_due(self, now: int) -> int:
+        """Move every scheduled entry whose time has come to READY; return how many."""
+        n = 0
+        sched = self.scheduled
+        while sched and sched[0][0] <= now:
+            _, _, entry = heapq.heappop(sched)
+            if entry.state == SCHEDULED:
+                self._make_ready(entry)
+                n += 1
+        return n
+
+    def next_due(self) -> int | None:
+        """The earliest delivery time of a scheduled entry, or None."""
+        sched = self.scheduled
+        while sched and sched[0][2].state != SCHEDULED:
+            heapq.heappop(sched)
+        return sched[0][0] if sched else None
+
+    # ---- leaving -----------------------------------------------------------------------
+    def take(self, entry: Entry) -> None:
+        """READY -> INFLIGHT (dispatched to a consumer)."""
+        del self._ready[entry.stored.priority][entry.seq]
+        self.ready_count -= 1
+        entry.state = INFLIGHT
+        self.inflight[entry.seq] = entry
+
+    def give_back(self, entry: Entry) -> None:
+        """INFLIGHT -> READY at its original place (REL-16)."""
+        if entry.state != INFLIGHT:
+            return
+        del self.inflight[entry.seq]
+        entry.consumer = None
+        entry.session = None
+        self._make_ready(entry)
+
+    def remove(self, entry: Entry) -> None:
+        """Drop an entry for good (acknowledged, expired, dead-lettered, purged)."""
+        state = entry.state
+        if state == GONE:
+            return
+        if state == READY:
+            del self._ready[entry.stored.priority][entry.seq]
+            self.ready_count -= 1
+        elif state == INFLIGHT:
+            del self.inflight[entry.seq]
+        entry.state = GONE
+        self.bytes -= entry.stored.size
+        self.dequeued += 1
+
+    def clear(self) -> list[Entry]:
+        """Remove everything; return the entries that were held."""
+        out = [e for od in self._ready for e in od.values()]
+        out += list(self.inflight.values()) + self.scheduled_entries()
+        for e in out:
+            e.state = GONE
+        for od in self._ready:
+            od.clear()
+        self.ready_count = 0
+        self.inflight.clear()
+        self.scheduled.clear()
+        self.expiring.clear()
+        self.bytes = 0
+        return out
+
+    # ---- reading -----------------------------------------------------------------------
+    def iter_ready(self) -> Iterator[Entry]:
+        """READY entries in dispatch order: priority 9 to 0, FIFO within one."""
+        for p in range(9, -1, -1):
+            od = self._ready[p]
+            if od:
+                yield from od.values()
+
+    def ready_buckets(self) -> list[OrderedDict[int, Entry]]:
+        """The per-priority maps (index = priority), for the dispatcher's fast path."""
+        return self._ready
+
+    def expired_entries(self, now: int) -> list[Entry]:
+        """Pop and return every held entry (not in flight) whose expiration has passed."""
+        out = []
+        heap = self.expiring
+        while heap and heap[0][0] <= now:
+            _, _, entry = heapq.heappop(heap)
+            if entry.state in (READY, SCHEDULED):
+                out.append(entry)
+        return out
+
+    def browse_order(self) -> list[Entry]:
+        """Every visible entry (READY or INFLIGHT) in the order a consumer would get them."""
+        entries = [e for od in self._ready for e in od.values()]
+        entries += self.inflight.values()
+        entries.sort(key=lambda e: (-e.stored.priority, e.seq))
+        return entries

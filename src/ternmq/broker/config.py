@@ -1,0 +1,99 @@
+"""Broker settings: one frozen dataclass, every bound with a name and a documented default."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+__all__ = ["BrokerConfig", "DestinationPolicy"]
+
+FullPolicy = Literal["fail", "block"]
+
+
+@dataclasses.dataclass(frozen=True)
+class DestinationPolicy:
+    """Per-destination behaviour (PSF-01, PSF-02, PSF-05, PSF-07).
+
+    Attributes:
+        max_delivery_attempts: deliveries before a message is dead-lettered; -1 = unlimited.
+        dead_letter_queue: queue that receives dead letters (auto-created); None drops them.
+        redelivery_delay: seconds before a returned message may be delivered again.
+        redelivery_multiplier: back-off factor applied per further attempt.
+        max_redelivery_delay: cap of the back-off, seconds (None = 10 x redelivery_delay).
+        expiry_queue: queue that receives expired messages; None discards them (the default).
+        max_bytes: memory limit of the destination's messages, bytes; 0 = only the global one.
+        full_policy: what a send to a full destination does: ``fail`` raises
+            ResourceAllocationException at once, ``block`` waits up to ``block_timeout``.
+        block_timeout: seconds a blocked send waits before ResourceAllocationException.
+        exclusive: queues only: deliver to the oldest consumer only, the next takes over (PSF-04).
+    """
+
+    max_delivery_attempts: int = 10
+    dead_letter_queue: str | None = "DLQ"
+    redelivery_delay: float = 0.0
+    redelivery_multiplier: float = 1.0
+    max_redelivery_delay: float | None = None
+    expiry_queue: str | None = None
+    max_bytes: int = 0
+    full_policy: FullPolicy = "block"
+    block_timeout: float = 30.0
+    exclusive: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerConfig:
+    """Broker-wide settings.
+
+    Attributes:
+        auto_create: a send to, or consumer on, an unknown queue/topic creates it (PSF-06).
+            When False only ``queues`` and ``topics`` exist, and naming another one raises
+            InvalidDestinationException.
+        queues: names of queues that exist from the start.
+        topics: names of topics that exist from the start.
+        default_policy: the policy of every destination without its own.
+        policies: per-destination policies, keyed by ``queue://NAME`` / ``topic://NAME``.
+        max_memory_bytes: broker-wide limit of message bytes held (0 = unlimited).
+        expiry_scan_interval: seconds between two runs of the expiry reaper (PSF-05).
+        max_message_bytes: largest encoded message accepted.
+        max_connections: connection limit (0 = unlimited).
+        groups: dispatch by ``JMSXGroupID`` (PSF-03).
+    """
+
+    auto_create: bool = True
+    queues: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    default_policy: DestinationPolicy = DestinationPolicy()
+    policies: dict[str, DestinationPolicy] = dataclasses.field(default_factory=dict)
+    max_memory_bytes: int = 512 * 1024 * 1024
+    expiry_scan_interval: float = 30.0
+    max_message_bytes: int = 16 * 1024 * 1024
+    max_connections: int = 0
+    groups: bool = True
+
+    def policy_for(self, destination: str) -> DestinationPolicy:
+        """The policy of ``destination`` (its text form)."""
+        return self.policies.get(destination, self.default_policy)
+
+    @classmethod
+    def from_settings(cls, **settings: object) -> BrokerConfig:
+        """Build a config from keyword settings; destination-policy fields given at top level
+        (``max_delivery_attempts=3``) set the default policy.
+
+        Raises:
+            TypeError: an unknown setting name.
+        """
+        top = {f.name for f in dataclasses.fields(cls)}
+        pol = {f.name for f in dataclasses.fields(DestinationPolicy)}
+        kwargs: dict[str, object] = {}
+        pkw: dict[str, object] = {}
+        for key, value in settings.items():
+            if key in top:
+                kwargs[key] = tuple(value) if key in ("queues", "topics") else value  # type: ignore[call-overload]
+            elif key in pol:
+                pkw[key] = value
+            else:
+                raise TypeError(f"unknown broker setting {key!r}")
+        if pkw:
+            base = kwargs.get("default_policy", DestinationPolicy())
+            kwargs["default_policy"] = dataclasses.replace(base, **pkw)  # type: ignore[type-var]
+        return cls(**kwargs)  # type: ignore[arg-type]

@@ -1,0 +1,462 @@
+"""Connection factory and connection (JMS 2.0 §4.2, §4.3; catalog CONN).
+
+Theory of operation
+-------------------
+A connection is a state machine (STOPPED -> STARTED <-> STOPPED -> CLOSED; FAILED when the
+broker link is lost, which behaves as closed for every later call, A-10). Its transport
+carries requests to the broker and calls :meth:`Connection._on_event` with deliveries, which
+are routed to the consumer's buffer under that consumer's session lock. No client lock is ever
+held while calling the transport, and the transport never calls back into the broker from a
+delivery, so locks cannot be taken in opposite orders.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import logging
+import os
+import queue
+import threading
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ternmq import __version__
+from ternmq.client._util import check_reply, parse_url
+from ternmq.destination import Destination
+from ternmq.errors import (
+    IllegalStateException,
+    InvalidClientIDException,
+    JMSException,
+    JMSSecurityException,
+)
+from ternmq.protocol import commands as c
+
+if TYPE_CHECKING:
+    from ternmq.broker.clock import Clock
+    from ternmq.client.consumer import MessageConsumer
+    from ternmq.client.context import JMSContext
+    from ternmq.client.session import Session
+
+__all__ = ["Connection", "ConnectionFactory", "ConnectionMetaData"]
+
+log = logging.getLogger("ternmq.client")
+
+ExceptionListener = Callable[[JMSException], object]
+
+
+class _State(enum.Enum):
+    STOPPED = "stopped"
+    STARTED = "started"
+    CLOSED = "closed"
+
+
+# Legal state changes of a connection; anything else is a programming error (STYLE rule 2).
+_TRANSITIONS: dict[tuple[_State, str], _State] = {
+    (_State.STOPPED, "start"): _State.STARTED,
+    (_State.STARTED, "start"): _State.STARTED,
+    (_State.STARTED, "stop"): _State.STOPPED,
+    (_State.STOPPED, "stop"): _State.STOPPED,
+    (_State.STOPPED, "close"): _State.CLOSED,
+    (_State.STARTED, "close"): _State.CLOSED,
+    (_State.CLOSED, "close"): _State.CLOSED,
+}
+
+
+class ConnectionMetaData:
+    """What the provider reports about itself (JMS ``ConnectionMetaData``, CONN-23)."""
+
+    jms_version = "2.0"
+    jms_major_version = 2
+    jms_minor_version = 0
+    provider_name = "ternmq"
+    provider_version = __version__
+    provider_major_version = int(__version__.split(".")[0])
+    provider_minor_version = int(__version__.split(".")[1])
+    jmsx_property_names = ("JMSXDeliveryCount", "JMSXGroupID", "JMSXGroupSeq")
+
+    def __repr__(self) -> str:
+        return f"ConnectionMetaData(provider='ternmq {self.provider_version}', jms='2.0')"
+
+
+class ConnectionFactory:
+    """Creates connections and contexts to one broker.
+
+    Args:
+        url: ``vm://NAME`` (an embedded broker in this process, started on first use);
+            options after ``?``: ``prefetch`` (messages buffered per consumer, default 100,
+            0 = pull one at a time), ``client_id`` (an administratively configured id).
+        user: default user name.
+        password: default password.
+        prefetch: consumer prefetch, overriding the URL option.
+        client_id: administratively configured client id for every connection (CONN-07).
+        trusted_modules: modules whose classes ObjectMessage bodies may contain (default:
+            builtins only).
+
+    Raises:
+        JMSException: the URL cannot be parsed or names an unknown transport.
+    """
+
+    def __init__(
+        self,
+        url: str = "vm://local",
+        user: str | None = None,
+        password: str | None = None,
+        *,
+        prefetch: int | None = None,
+        client_id: str | None = None,
+        trusted_modules: frozenset[str] | set[str] | list[str] | None = None,
+    ) -> None:
+        self.url = url
+        scheme, location, opts = parse_url(url)
+        if scheme != "vm":
+            raise JMSException(
+                f"unsupported transport {scheme!r} in {url!r}: this build supports vm://NAME"
+            )
+        if not location:
+            raise JMSException(f"{url!r} names no broker: write vm://NAME")
+        self._scheme = scheme
+        self._location = location
+        self.user = user
+        self.password = password
+        try:
+            self.prefetch = int(opts.get("prefetch", 100)) if prefetch is None else int(prefetch)
+        except ValueError as exc:
+            raise JMSException(f"prefetch must be an integer in {url!r}") from exc
+        if self.prefetch < 0:
+            raise JMSException("prefetch must be 0 (pull) or more")
+        self.client_id = client_id if client_id is not None else opts.get("client_id")
+        self.trusted_modules = frozenset(trusted_modules) if trusted_modules is not None else None
+
+    def _transport(self, on_event: Callable[[c.Command], None]) -> Any:
+        from ternmq.transport.vm import VmTransport, get_embedded
+
+        return VmTransport(get_embedded(self._location), on_event)
+
+    def create_connection(self, user: str | None = None, password: str | None = None) -> Connection:
+        """Open a connection in stopped mode (classic API).
+
+        Raises:
+            JMSSecurityException: bad credentials.
+            JMSException: the broker cannot be reached.
+        """
+        return Connection(self, user if user is not None else self.user,
+                          password if password is not None else self.password)
+
+    def create_context(
+        self,
+        user: str | None = None,
+        password: str | None = None,
+        session_mode: int = 1,
+    ) -> JMSContext:
+        """Open a connection and a session as one :class:`JMSContext` (simplified API).
+
+        Raises:
+            JMSSecurityRuntimeException: bad credentials.
+            JMSRuntimeException: the broker cannot be reached or the mode is invalid.
+        """
+        from ternmq.client.context import JMSContext
+
+        return JMSContext._create(self, user, password, session_mode)
+
+
+class Connection:
+    """A connection to a broker (classic API). Create it with
+    :meth:`ConnectionFactory.create_connection`; it starts in stopped mode (CONN-10)."""
+
+    def __init__(self, factory: ConnectionFactory, user: str | None, password: str | None) -> None:
+        self._factory = factory
+        self._lock = threading.RLock()
+        self._state = _State.STOPPED
+        self._failure: JMSException | None = None
+        self._sessions: list[Session] = []
+        self._consumers: dict[int, MessageConsumer] = {}
+        self._ids = itertools.count(1)
+        self._uid = uuid.uuid4().hex[:12]
+        self._msg_ids = itertools.count(1)
+        self._client_id: str | None = None
+        self._client_id_admin = factory.client_id is not None
+        self._client_id_locked = False
+        self._exception_listener: ExceptionListener | None = None
+        self._exc_queue: queue.SimpleQueue[JMSException | None] | None = None
+        self.prefetch = factory.prefetch
+        self.trusted_modules = factory.trusted_modules
+        self._listener_threads: set[int] = set()
+        self._temporaries: set[Destination] = set()
+        try:
+            self._transport = factory._transport(self._on_event)
+        except JMSException:
+            raise
+        except OSError as exc:
+            raise JMSException(
+                f"cannot reach the broker at {factory.url}: {exc}", linked_exception=exc
+            ) from exc
+        self.clock: Clock = self._transport.clock
+        reply = self._transport.request(c.Connect(user=user, password=password,
+                                                  client_id=factory.client_id))
+        try:
+            check_reply(reply)
+        except JMSSecurityException:
+            self._transport.close()
+            raise
+        except JMSException:
+            self._transport.close()
+            raise
+        assert isinstance(reply, c.Connected)
+        self.connection_id = reply.connection_id
+        if factory.client_id is not None:
+            self._client_id = factory.client_id
+
+    # ---- identity ----------------------------------------------------------------------
+    @property
+    def client_id(self) -> str | None:
+        """The client identifier, or None (CONN-05..CONN-08)."""
+        return self._client_id
+
+    @client_id.setter
+    def client_id(self, value: str) -> None:
+        with self._lock:
+            self._check_open()
+            if self._client_id_admin:
+                raise IllegalStateException(
+                    "the client id was configured on the connection factory and cannot be changed"
+                )
+            if self._client_id_locked or self._client_id is not None:
+                raise IllegalStateException(
+                    "the client id can only be set right after the connection is created, "
+                    "before any other action"
+                )
+            if not isinstance(value, str) or not value:
+                raise InvalidClientIDException(f"invalid client id {value!r}: use a non-empty str")
+            check_reply(self.request(c.SetClientId(client_id=value)))
+            self._client_id = value
+            self._client_id_locked = True
+
+    def _lock_client_id(self) -> None:
+        self._client_id_locked = True
+
+    # ---- life cycle ----------------------------------------------------------------------
+    def start(self) -> None:
+        """Start (or resume) delivery of incoming messages (CONN-10..CONN-13).
+
+        Raises:
+            IllegalStateException: the connection is closed.
+        """
+        with self._lock:
+            self._check_open()
+            self._lock_client_id()
+            was = self._state
+            self._state = _TRANSITIONS[(self._state, "start")]
+            sessions = list(self._sessions)
+        if was is _State.STOPPED:
+            for s in sessions:
+                s._on_connection_started()
+
+    def stop(self) -> None:
+        """Pause delivery; returns once no message listener of this connection is running
+        and none will be called until :meth:`start` (CONN-14, CONN-15).
+
+        Raises:
+            IllegalStateException: called from a message listener of this connection, or
+                the connection is closed.
+        """
+        self._check_not_in_listener("stop()")
+        with self._lock:
+            self._check_open()
+            self._lock_client_id()
+            self._state = _TRANSITIONS[(self._state, "stop")]
+            sessions = list(self._sessions)
+        for s in sessions:
+            s._wait_listener_idle()
+
+    @property
+    def started(self) -> bool:
+        """True while delivery is on."""
+        return self._state is _State.STARTED
+
+    def close(self) -> None:
+        """Close the connection: wait for running listeners, close every session (rolling back
+        transactions, returning unacknowledged messages), delete temporary destinations
+        (CONN-18..CONN-22). A second call does nothing.
+
+        Raises:
+            IllegalStateException: called from a message listener of this connection.
+        """
+        self._check_not_in_listener("close()")
+        with self._lock:
+            if self._state is _State.CLOSED:
+                return
+            sessions = list(self._sessions)
+        for s in sessions:
+            s._close(from_connection=True)
+        with self._lock:
+            self._state = _TRANSITIONS[(self._state, "close")]
+        try:
+            if self._failure is None:
+                self._transport.request(c.Disconnect())
+        except JMSException:
+            pass
+        self._transport.close()
+        if self._exc_queue is not None:
+            self._exc_queue.put(None)
+
+    @property
+    def closed(self) -> bool:
+        """True once closed (or failed)."""
+        return self._state is _State.CLOSED
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- sessions ------------------------------------------------------------------------
+    def create_session(self, transacted: bool | int = False, acknowledge_mode: int = 1) -> Session:
+        """Create a session (CONN, SESS-01..SESS-05).
+
+        ``create_session(True)`` is transacted; ``create_session(False, mode)`` uses ``mode``;
+        a plain ``int`` as the only argument is a JMS 2.0 ``session_mode``.
+
+        Raises:
+            IllegalStateException: the connection is closed.
+            JMSException: an invalid acknowledge mode.
+        """
+        from ternmq.client.session import Session
+
+        if isinstance(transacted, bool):
+            if transacted:
+                mode = Session.SESSION_TRANSACTED
+            else:
+                mode = acknowledge_mode
+                if mode == Session.SESSION_TRANSACTED:
+                    mode = Session.AUTO_ACKNOWLEDGE  # A-13
+        elif isinstance(transacted, int):
+            mode = transacted
+        else:
+            raise JMSException(f"create_session: expected a bool or a session mode, not {transacted!r}")
+        if mode not in (0, 1, 2, 3):
+            raise JMSException(
+                f"invalid session mode {mode}: use SESSION_TRANSACTED (0), AUTO_ACKNOWLEDGE (1), "
+                "CLIENT_ACKNOWLEDGE (2) or DUPS_OK_ACKNOWLEDGE (3)"
+            )
+        with self._lock:
+            self._check_open()
+            self._lock_client_id()
+            sid = next(self._ids)
+            check_reply(self.request(c.CreateSession(session_id=sid, transacted=mode == 0)))
+            session = Session(self, sid, mode)
+            self._sessions.append(session)
+            return session
+
+    # ---- exception listener ------------------------------------------------------------
+    @property
+    def exception_listener(self) -> ExceptionListener | None:
+        """Called (on a dedicated thread, one call at a time) when the connection fails."""
+        return self._exception_listener
+
+    @exception_listener.setter
+    def exception_listener(self, listener: ExceptionListener | None) -> None:
+        self._check_open()
+        self._exception_listener = listener
+
+    @property
+    def metadata(self) -> ConnectionMetaData:
+        """Provider and JMS version information (CONN-23)."""
+        self._check_open()
+        return ConnectionMetaData()
+
+    # ---- internals used by sessions ------------------------------------------------------
+    def request(self, req: c.Request) -> c.Reply:
+        """Send a request to the broker and return its reply (no error check)."""
+        try:
+            return self._transport.request(req)  # type: ignore[no-any-return]
+        except JMSException:
+            raise
+        except OSError as exc:
+            raise JMSException(f"broker link failed: {exc}", linked_exception=exc) from exc
+
+    def oneway(self, req: c.Request) -> None:
+        """Send a request that needs no reply."""
+        self._transport.send_oneway(req)
+
+    def next_id(self) -> int:
+        """A connection-unique number for sessions, consumers and producers."""
+        return next(self._ids)
+
+    def next_message_id(self) -> str:
+        """A new JMSMessageID (``ID:`` prefixed, unique across connections, HDR)."""
+        return f"ID:{self._uid}-{next(self._msg_ids)}"
+
+    def _check_open(self) -> None:
+        if self._state is _State.CLOSED:
+            if self._failure is not None:
+                raise IllegalStateException(
+                    f"the connection failed: {self._failure}", linked_exception=self._failure
+                )
+            raise IllegalStateException("the connection is closed")
+
+    def _check_not_in_listener(self, what: str) -> None:
+        if threading.get_ident() in self._listener_threads:
+            raise IllegalStateException(
+                f"{what} of a connection cannot be called from one of its own message "
+                "listeners (it would deadlock)"
+            )
+
+    def _remove_session(self, session: Session) -> None:
+        with self._lock:
+            if session in self._sessions:
+                self._sessions.remove(session)
+
+    def _on_event(self, cmd: c.Command) -> None:
+        if isinstance(cmd, c.Deliver):
+            consumer = self._consumers.get(cmd.consumer_id)
+            if consumer is not None:
+                consumer._push(cmd)
+        elif isinstance(cmd, c.ConnectionFailed):
+            self._fail(JMSException(f"connection to {self._factory.url} lost: {cmd.message}"))
+
+    def _fail(self, exc: JMSException) -> None:
+        with self._lock:
+            if self._state is _State.CLOSED:
+                return
+            self._failure = exc
+            self._state = _State.CLOSED
+            sessions = list(self._sessions)
+        for s in sessions:
+            s._abort()
+        listener = self._exception_listener
+        if listener is not None:
+            self._report(exc)
+
+    def _report(self, exc: JMSException) -> None:
+        """Hand ``exc`` to the exception listener on its own thread, one at a time (CONN-29)."""
+        if self._exc_queue is None:
+            self._exc_queue = queue.SimpleQueue()
+            threading.Thread(target=self._exception_loop, name="ternmq-exceptions",
+                             daemon=True).start()
+        self._exc_queue.put(exc)
+
+    def _exception_loop(self) -> None:
+        q = self._exc_queue
+        assert q is not None
+        while True:
+            exc = q.get()
+            if exc is None:
+                return
+            listener = self._exception_listener
+            if listener is None:
+                continue
+            try:
+                listener(exc)
+            except Exception:
+                log.exception("the exception listener raised (ignored)")
+
+    def _delete_temporary(self, dest: Destination) -> None:
+        self._check_open()
+        check_reply(self.request(c.DeleteTemporary(destination=str(dest))))
+        self._temporaries.discard(dest)
+
+
+_ = os

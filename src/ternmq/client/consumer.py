@@ -1,0 +1,324 @@
+"""Message consumers and queue browsers (JMS 2.0 §4.5, §5.9; catalogs CONS, PTP).
+
+``receive_no_wait`` is the primitive: take the next buffered delivery and hand it over.
+``receive(timeout)`` waits on the same buffer (STYLE rule 4). With prefetch 0 a receive asks
+the broker for exactly one message (``Pull``); otherwise the broker keeps the buffer filled up
+to the prefetch window, and every message handed to the application returns one credit.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from ternmq.client._util import check_reply
+from ternmq.destination import Destination, Queue
+from ternmq.errors import IllegalStateException, JMSException
+from ternmq.message import Message
+from ternmq.protocol import commands as c
+
+if TYPE_CHECKING:
+    from ternmq.client.session import Session
+
+__all__ = ["MessageConsumer", "QueueBrowser"]
+
+MessageListener = Callable[[Message], object]
+
+
+class MessageConsumer:
+    """Receives messages from a queue or a subscription (classic API)."""
+
+    def __init__(
+        self,
+        session: Session,
+        cid: int,
+        destination: Destination,
+        selector: str | None,
+        no_local: bool,
+        prefetch: int,
+    ) -> None:
+        self._session = session
+        self._id = cid
+        self._destination = destination
+        self._selector = selector if selector else None
+        self._no_local = no_local
+        self._prefetch = prefetch
+        self._buffer: collections.deque[c.Deliver] = collections.deque()
+        self._listener: MessageListener | None = None
+        self._closed = False
+        self._receiving = False
+        self._consumed = 0
+        self._credit_granted = False
+
+    # ---- attributes ----------------------------------------------------------------------
+    @property
+    def message_selector(self) -> str | None:
+        """The selector given at creation (None for none or an empty one)."""
+        self._check_open()
+        return self._selector
+
+    @property
+    def no_local(self) -> bool:
+        """The ``no_local`` flag given at creation."""
+        self._check_open()
+        return self._no_local
+
+    @property
+    def destination(self) -> Destination:
+        """The queue or topic consumed from."""
+        return self._destination
+
+    @property
+    def message_listener(self) -> MessageListener | None:
+        """The callable that receives messages asynchronously, or None (CONS-09..CONS-14)."""
+        self._check_open()
+        return self._listener
+
+    @message_listener.setter
+    def message_listener(self, listener: MessageListener | None) -> None:
+        self._check_open()
+        if listener is not None and not callable(listener):
+            raise TypeError("message_listener must be callable or None")
+        self._listener = listener
+        self._session._listener_changed()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateException("the consumer is closed")
+        self._session._check_open()
+
+    # ---- buffer --------------------------------------------------------------------------
+    def _push(self, d: c.Deliver) -> None:
+        cond = self._session._cond
+        with cond:
+            if self._closed:
+                return
+            self._buffer.append(d)
+            cond.notify_all()
+
+    def _consumed_one(self) -> None:
+        if self._prefetch == 0:
+            return
+        self._consumed += 1
+        if self._consumed >= max(1, self._prefetch // 2):
+            n, self._consumed = self._consumed, 0
+            self._session._connection.oneway(c.Credit(consumer_id=self._id, messages=n))
+
+    def _grant_initial_credit(self) -> None:
+        if not self._credit_granted and not self._closed:
+            self._credit_granted = True
+            self._session._connection.oneway(c.Credit(consumer_id=self._id, messages=self._prefetch))
+
+    def _mark_closed(self) -> None:
+        """Under the session lock: no more deliveries; wake waiting receives."""
+        self._closed = True
+        self._buffer.clear()
+
+    # ---- receiving ---------------------------------------------------------------------------
+    def receive(self, timeout: float | None = None) -> Message | None:
+        """The next message; waits up to ``timeout`` seconds (None: until one arrives or the
+        consumer closes; 0: do not wait). Returns None on timeout or close (CONS-02..CONS-08).
+
+        Raises:
+            ValueError: a negative timeout.
+            IllegalStateException: the consumer is closed, has a message listener, or another
+                thread is already receiving on it.
+        """
+        if timeout is not None:
+            if timeout < 0:
+                raise ValueError("receive timeout must be >= 0 seconds (or None to wait forever)")
+        self._check_open()
+        if self._listener is not None:
+            raise IllegalStateException("this consumer has a message listener: receive() is not allowed")
+        session = self._session
+        cond = session._cond
+        with cond:
+            if self._receiving:
+                raise IllegalStateException("another thread is already receiving on this consumer")
+            self._receiving = True
+        try:
+            return self._receive(timeout)
+        finally:
+            with cond:
+                self._receiving = False
+
+    def _receive(self, timeout: float | None) -> Message | None:
+        session = self._session
+        conn = session._connection
+        cond = session._cond
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pulled = False
+        while True:
+            with cond:
+                while True:
+                    d = self._take()
+                    if d is not None:
+                        break
+                    if self._closed or session._closing:
+                        return None
+                    if self._prefetch == 0 and not pulled and conn.started:
+                        break  # ask the broker for one (outside the lock)
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        break
+                    cond.wait(remaining)
+            if d is None:
+                if self._prefetch == 0 and not pulled and conn.started:
+                    pulled = True
+                    self._pull(1, deadline is None or deadline > time.monotonic())
+                    continue
+                if pulled:  # cancel the open pull; a message may have arrived meanwhile
+                    self._pull(0, False)
+                    with cond:
+                        d = self._take()
+                if d is None:
+                    return None
+            msg = session._hand_over(self, d)
+            if msg is None:  # expired before hand-over (REL-23)
+                pulled = False
+                continue
+            session._after_receive(d.delivery_id)
+            return msg
+
+    def _take(self) -> c.Deliver | None:
+        """Under the session lock: pop the next buffered delivery if the connection is started."""
+        if self._buffer and self._session._connection.started and not self._closed:
+            return self._buffer.popleft()
+        return None
+
+    def _pull(self, n: int, wait: bool) -> None:
+        try:
+            self._session._connection.request(c.Pull(consumer_id=self._id, messages=n, wait=wait))
+        except JMSException:
+            pass
+
+    def receive_no_wait(self) -> Message | None:
+        """The next message if one is available now, else None.
+
+        Raises:
+            IllegalStateException: as :meth:`receive`.
+        """
+        return self.receive(0)
+
+    def __iter__(self) -> Iterator[Message]:
+        """Yield received messages until the consumer is closed."""
+        while True:
+            try:
+                msg = self.receive()
+            except IllegalStateException:
+                return
+            if msg is None:
+                return
+            yield msg
+
+    # ---- closing ---------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the consumer: a running listener call finishes first, a blocked receive
+        returns None, buffered messages go back to the broker (CONS-15..CONS-18). Idempotent.
+
+        Raises:
+            IllegalStateException: called from this consumer's own message listener.
+        """
+        session = self._session
+        if self._closed:
+            return
+        if threading.get_ident() == session._listener_ident and session._in_listener is self:
+            raise IllegalStateException("a consumer cannot be closed from its own message listener")
+        with session._cond:
+            session._cond.wait_for(
+                lambda: session._in_listener is not self
+                or threading.get_ident() == session._listener_ident
+            )
+            delivered = [d for d, k in session._unacked if k is self]
+            self._mark_closed()
+            session._cond.notify_all()
+        session._remove_consumer(self)
+        if not session._closed and session._connection._failure is None:
+            try:
+                check_reply(session._connection.request(
+                    c.CloseConsumer(consumer_id=self._id, delivered=delivered)))
+            except JMSException:
+                if not session._closed:
+                    raise
+
+    def __enter__(self) -> MessageConsumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class QueueBrowser:
+    """Looks at the messages of a queue without consuming them (PTP-08..PTP-14)."""
+
+    CHUNK = 100
+
+    def __init__(self, session: Session, queue: Queue, selector: str | None) -> None:
+        self._session = session
+        self._queue = queue
+        self._selector = selector if selector else None
+        self._closed = False
+
+    @property
+    def queue(self) -> Queue:
+        """The queue browsed."""
+        self._check_open()
+        return self._queue
+
+    @property
+    def message_selector(self) -> str | None:
+        """The selector (None for none or an empty one)."""
+        self._check_open()
+        return self._selector
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateException("the browser is closed")
+        self._session._check_open()
+
+    def __iter__(self) -> Iterator[Message]:
+        """A fresh scan from the head of the queue (PTP-11).
+
+        Raises:
+            IllegalStateException: the browser, session or connection is closed.
+        """
+        self._check_open()
+        return self._scan()
+
+    def get_enumeration(self) -> Iterator[Message]:
+        """JMS name for ``iter(browser)``."""
+        return iter(self)
+
+    def _scan(self) -> Iterator[Message]:
+        from ternmq.message.codec import decode_message
+
+        after: tuple[int, int] | None = None
+        conn = self._session._connection
+        while not self._closed:
+            reply = check_reply(conn.request(c.Browse(
+                destination=str(self._queue), selector=self._selector, after=after,
+                limit=self.CHUNK,
+            )))
+            assert isinstance(reply, c.BrowseResult)
+            for data in reply.messages:
+                if self._closed:
+                    return
+                msg = decode_message(data)
+                msg._trusted_modules = conn.trusted_modules  # type: ignore[attr-defined]
+                yield msg
+            if reply.done or reply.after is None:
+                return
+            after = reply.after
+
+    def close(self) -> None:
+        """Close the browser; a second call does nothing."""
+        self._closed = True
+
+    def __enter__(self) -> QueueBrowser:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

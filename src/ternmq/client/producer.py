@@ -1,0 +1,300 @@
+"""Message producers (JMS 2.0 §4.6, §7.3; catalog PROD).
+
+A send stamps the provider-set headers on the application's message object (HDR-03,
+PROD-07), encodes it once (so later changes to the object do not touch what was sent,
+PROD-29), and hands the bytes to the broker. A synchronous send returns after the broker's
+receipt; an asynchronous one returns at once and its completion listener runs later on the
+session's completion thread, in send order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from ternmq.client._util import check_reply
+from ternmq.destination import Destination
+from ternmq.errors import (
+    IllegalStateException,
+    InvalidDestinationException,
+    JMSException,
+    MessageFormatException,
+    UnsupportedOperationException,
+)
+from ternmq.message import DeliveryMode, Message
+from ternmq.protocol import commands as c
+
+if TYPE_CHECKING:
+    from ternmq.client.session import Session
+
+__all__ = ["CompletionListener", "MessageProducer"]
+
+_UNSET: object = object()
+
+
+class CompletionListener(Protocol):
+    """Receives the outcome of an asynchronous send (JMS 2.0 §7.3)."""
+
+    def on_completion(self, message: Message) -> None:
+        """The send succeeded."""
+
+    def on_exception(self, message: Message, exception: Exception) -> None:
+        """The send failed with ``exception``."""
+
+
+class MessageProducer:
+    """Sends messages to a destination (classic API); create with ``session.create_producer``."""
+
+    def __init__(self, session: Session, destination: Destination | None) -> None:
+        self._session = session
+        self._destination = destination
+        self._closed = False
+        self._delivery_mode = DeliveryMode.PERSISTENT
+        self._priority = 4
+        self._time_to_live = 0.0
+        self._delivery_delay = 0.0
+        self._disable_id = False
+        self._disable_ts = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateException("the producer is closed")
+        self._session._check_open()
+
+    # ---- settings (PROD-03, PROD-04) ------------------------------------------------------
+    @property
+    def destination(self) -> Destination | None:
+        """The destination this producer is bound to (None: anonymous)."""
+        self._check_open()
+        return self._destination
+
+    @property
+    def delivery_mode(self) -> int:
+        """DeliveryMode.PERSISTENT (default) or NON_PERSISTENT."""
+        self._check_open()
+        return self._delivery_mode
+
+    @delivery_mode.setter
+    def delivery_mode(self, value: int) -> None:
+        self._check_open()
+        self._delivery_mode = _check_mode(value)
+
+    @property
+    def priority(self) -> int:
+        """0..9, default 4."""
+        self._check_open()
+        return self._priority
+
+    @priority.setter
+    def priority(self, value: int) -> None:
+        self._check_open()
+        self._priority = _check_priority(value)
+
+    @property
+    def time_to_live(self) -> float:
+        """Seconds a sent message lives; 0 (default) = forever."""
+        self._check_open()
+        return self._time_to_live
+
+    @time_to_live.setter
+    def time_to_live(self, value: float) -> None:
+        self._check_open()
+        self._time_to_live = _check_seconds("time_to_live", value)
+
+    @property
+    def delivery_delay(self) -> float:
+        """Seconds before a sent message may be delivered; default 0."""
+        self._check_open()
+        return self._delivery_delay
+
+    @delivery_delay.setter
+    def delivery_delay(self, value: float) -> None:
+        self._check_open()
+        self._delivery_delay = _check_seconds("delivery_delay", value)
+
+    @property
+    def disable_message_id(self) -> bool:
+        """When True, sent messages get no JMSMessageID (a hint the provider honours)."""
+        self._check_open()
+        return self._disable_id
+
+    @disable_message_id.setter
+    def disable_message_id(self, value: bool) -> None:
+        self._check_open()
+        self._disable_id = bool(value)
+
+    @property
+    def disable_message_timestamp(self) -> bool:
+        """When True, sent messages get JMSTimestamp 0."""
+        self._check_open()
+        return self._disable_ts
+
+    @disable_message_timestamp.setter
+    def disable_message_timestamp(self, value: bool) -> None:
+        self._check_open()
+        self._disable_ts = bool(value)
+
+    # ---- sending ----------------------------------------------------------------------------
+    def send(
+        self,
+        *args: object,
+        destination: Destination | None = None,
+        delivery_mode: int | None = None,
+        priority: int | None = None,
+        time_to_live: float | None = None,
+        delivery_delay: float | None = None,
+        completion_listener: CompletionListener | None = None,
+    ) -> None:
+        """Send a message: ``send(message)``, ``send(message, destination=d)`` or
+        ``send(d, message)``; keyword overrides apply to this send only.
+
+        Raises:
+            IllegalStateException: the producer or session is closed.
+            UnsupportedOperationException: a destination given to a producer bound to
+                another one, or none given to an anonymous producer.
+            InvalidDestinationException: a destination that is not a ternmq one, or deleted.
+            MessageFormatException: ``message`` is not a ternmq Message.
+            JMSException: an invalid delivery mode, priority, time-to-live or delay, or the
+                broker refused the message (ResourceAllocationException when full).
+        """
+        message, dest = self._parse_args(args, destination)
+        self._check_open()
+        mode = self._delivery_mode if delivery_mode is None else _check_mode(delivery_mode)
+        prio = self._priority if priority is None else _check_priority(priority)
+        ttl = self._time_to_live if time_to_live is None else _check_seconds("time_to_live", time_to_live)
+        delay = (self._delivery_delay if delivery_delay is None
+                 else _check_seconds("delivery_delay", delivery_delay))
+        self._send(message, dest, mode, prio, ttl, delay, completion_listener)
+
+    def _parse_args(self, args: tuple[object, ...], destination: Destination | None) -> tuple[Message, Destination]:
+        if len(args) == 2 and not isinstance(args[0], Message):
+            if destination is not None:
+                raise TypeError("send(destination, message) got a destination= keyword too")
+            destination = args[0]  # type: ignore[assignment]
+            message = args[1]
+        elif len(args) == 1:
+            message = args[0]
+        else:
+            raise TypeError("send() takes a message, optionally preceded by a destination")
+        if destination is not None and not isinstance(destination, Destination):
+            raise InvalidDestinationException(f"{destination!r} is not a ternmq Queue or Topic")
+        bound = self._destination
+        if bound is not None:
+            if destination is not None and destination != bound:
+                raise UnsupportedOperationException(
+                    f"this producer is bound to {bound}; create an anonymous producer "
+                    "(create_producer(None)) to choose the destination per send"
+                )
+            dest = bound
+        else:
+            if destination is None:
+                raise UnsupportedOperationException(
+                    "this producer has no destination: pass one, send(message, destination=q)"
+                )
+            dest = destination
+        if not isinstance(message, Message):
+            raise MessageFormatException(
+                f"cannot send {type(message).__name__}: create messages with the session's "
+                "create_*_message methods"
+            )
+        return message, dest
+
+    def _send(
+        self,
+        message: Message,
+        dest: Destination,
+        mode: int,
+        prio: int,
+        ttl: float,
+        delay: float,
+        listener: CompletionListener | None,
+    ) -> None:
+        from ternmq.message.codec import encode_message
+
+        session = self._session
+        conn = session._connection
+        if dest.is_temporary and getattr(dest, "_owner", None) is None and dest in conn._temporaries:
+            pass
+        now = conn.clock.now_ms()
+        message._destination = dest
+        message._delivery_mode = mode
+        message._priority = prio
+        message._timestamp = 0 if self._disable_ts else now
+        message._expiration = now + round(ttl * 1000) if ttl else 0
+        message._delivery_time = now + round(delay * 1000)
+        message._message_id = None if self._disable_id else conn.next_message_id()
+        props = message._properties
+        gid = props.get("JMSXGroupID")
+        gseq = props.get("JMSXGroupSeq", 0)
+        data = encode_message(message)
+        req = c.Send(
+            session_id=session._id,
+            destination=str(dest),
+            message=data,
+            persistent=mode == DeliveryMode.PERSISTENT,
+            priority=prio,
+            expiration=message._expiration,
+            delivery_time=message._delivery_time,
+            group_id=gid if isinstance(gid, str) else None,
+            group_seq=gseq if isinstance(gseq, int) and not isinstance(gseq, bool) else 0,
+        )
+        if listener is None:
+            check_reply(conn.request(req))
+            return
+        try:
+            reply = conn.request(req)
+            error: Exception | None = None
+            try:
+                check_reply(reply)
+            except JMSException as exc:
+                error = exc
+        except JMSException as exc:
+            error = exc
+
+        def complete() -> None:
+            if error is None:
+                listener.on_completion(message)
+            else:
+                listener.on_exception(message, error)
+
+        session._complete_later(complete)
+
+    def close(self) -> None:
+        """Close the producer; waits for its asynchronous sends to complete. Idempotent.
+
+        Raises:
+            IllegalStateException: called from a completion listener of this session.
+        """
+        if self._closed:
+            return
+        self._session._check_not_in_completion("close()")
+        self._session._wait_sends()
+        self._closed = True
+
+    def __enter__(self) -> MessageProducer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _check_mode(value: int) -> int:
+    if value not in (DeliveryMode.NON_PERSISTENT, DeliveryMode.PERSISTENT) or isinstance(value, bool):
+        raise JMSException(
+            f"invalid delivery mode {value!r}: use DeliveryMode.PERSISTENT or NON_PERSISTENT"
+        )
+    return int(value)
+
+
+def _check_priority(value: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 9:
+        raise JMSException(f"invalid priority {value!r}: use an int from 0 to 9")
+    return value
+
+
+def _check_seconds(what: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != value:
+        raise JMSException(f"invalid {what} {value!r}: use seconds >= 0")
+    return float(value)
+
+
+_ = _UNSET

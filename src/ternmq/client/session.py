@@ -1,0 +1,715 @@
+"""Sessions: acknowledgement, recovery, local transactions, listener delivery (JMS 2.0 §4.4,
+§6; catalogs SESS and TX).
+
+Theory of operation
+-------------------
+A session owns one lock (``_cond``) guarding the buffers of all its consumers and its
+delivery bookkeeping. Deliveries from the broker are appended under that lock and wake
+waiting ``receive`` calls and the session's listener thread. The lock is never held while
+calling the broker.
+
+``_unacked`` lists the deliveries handed to the application and not yet acknowledged (CLIENT
+mode, a transaction, or an AUTO/DUPS_OK listener call in progress). ``acknowledge``,
+``commit``, ``rollback``, ``recover`` and ``close`` report exactly those ids to the broker, so
+that only messages the application saw count as delivery attempts (JMSXDeliveryCount, REL-10);
+merely prefetched messages go back uncounted and in order (REL-16).
+
+Message listeners of a session run one at a time on the session's own delivery thread
+(SESS-06); completion listeners of asynchronous sends run in send order on the session's
+completion thread (PROD-22..PROD-28).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ternmq.client._util import check_reply
+from ternmq.destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
+from ternmq.errors import (
+    IllegalStateException,
+    InvalidDestinationException,
+    JMSException,
+)
+from ternmq.message import (
+    BytesMessage,
+    MapMessage,
+    Message,
+    ObjectMessage,
+    StreamMessage,
+    TextMessage,
+)
+from ternmq.protocol import commands as c
+
+if TYPE_CHECKING:
+    from ternmq.client.connection import Connection
+    from ternmq.client.consumer import MessageConsumer, QueueBrowser
+    from ternmq.client.producer import MessageProducer
+
+__all__ = ["Session"]
+
+log = logging.getLogger("ternmq.client")
+
+DUPS_OK_BATCH = 32
+
+
+class Session:
+    """A single-threaded context for producing and consuming messages (classic API)."""
+
+    SESSION_TRANSACTED = 0
+    AUTO_ACKNOWLEDGE = 1
+    CLIENT_ACKNOWLEDGE = 2
+    DUPS_OK_ACKNOWLEDGE = 3
+
+    def __init__(self, connection: Connection, sid: int, mode: int) -> None:
+        self._connection = connection
+        self._id = sid
+        self._mode = mode
+        self._cond = threading.Condition(threading.Lock())
+        self._closed = False
+        self._closing = False
+        self._consumers: dict[int, MessageConsumer] = {}
+        self._producers: list[MessageProducer] = []
+        self._browsers: list[QueueBrowser] = []
+        self._unacked: list[tuple[int, MessageConsumer]] = []
+        self._dups_pending: list[int] = []
+        self._listener_thread: threading.Thread | None = None
+        self._listener_ident: int | None = None
+        self._in_listener: MessageConsumer | None = None
+        self._current_delivery: int | None = None
+        self._recovered_in_listener = False
+        self._rr = 0
+        self._completions: queue.SimpleQueue[Callable[[], None] | None] | None = None
+        self._completion_ident: int | None = None
+        self._pending_sends = 0
+        self._sends_done = threading.Condition(threading.Lock())
+
+    # ---- attributes ----------------------------------------------------------------------
+    @property
+    def transacted(self) -> bool:
+        """True for a transacted session."""
+        self._check_open()
+        return self._mode == self.SESSION_TRANSACTED
+
+    @property
+    def acknowledge_mode(self) -> int:
+        """The session mode (SESSION_TRANSACTED for a transacted session)."""
+        self._check_open()
+        return self._mode
+
+    @property
+    def session_mode(self) -> int:
+        """Alias of :attr:`acknowledge_mode`."""
+        return self.acknowledge_mode
+
+    @property
+    def connection(self) -> Connection:
+        """The connection that created this session."""
+        return self._connection
+
+    @property
+    def closed(self) -> bool:
+        """True once closed."""
+        return self._closed
+
+    # ---- message factories (SESS, BODY) ----------------------------------------------------
+    def create_message(self) -> Message:
+        """A message with no body. Raises IllegalStateException if the session is closed."""
+        self._check_open()
+        return Message()
+
+    def create_text_message(self, text: str | None = None) -> TextMessage:
+        """A TextMessage. Raises IllegalStateException if the session is closed."""
+        self._check_open()
+        return TextMessage(text)
+
+    def create_bytes_message(self) -> BytesMessage:
+        """A BytesMessage (write-only until ``reset()``). Raises IllegalStateException if closed."""
+        self._check_open()
+        return BytesMessage()
+
+    def create_map_message(self) -> MapMessage:
+        """A MapMessage. Raises IllegalStateException if the session is closed."""
+        self._check_open()
+        return MapMessage()
+
+    def create_stream_message(self) -> StreamMessage:
+        """A StreamMessage (write-only until ``reset()``). Raises IllegalStateException if closed."""
+        self._check_open()
+        return StreamMessage()
+
+    def create_object_message(self, obj: object = None) -> ObjectMessage:
+        """An ObjectMessage holding a pickled copy of ``obj``.
+
+        Raises:
+            IllegalStateException: the session is closed.
+            MessageFormatException: ``obj`` cannot be pickled.
+        """
+        self._check_open()
+        msg = ObjectMessage(obj)
+        msg._trusted_modules = self._connection.trusted_modules
+        return msg
+
+    # ---- destinations --------------------------------------------------------------------
+    def create_queue(self, name: str) -> Queue:
+        """A reference to queue ``name`` (creates nothing in the broker, PTP-02).
+
+        Raises:
+            IllegalStateException: the session is closed.
+            InvalidDestinationException: an invalid name.
+        """
+        self._check_open()
+        return Queue(name)
+
+    def create_topic(self, name: str) -> Topic:
+        """A reference to topic ``name``.
+
+        Raises:
+            IllegalStateException: the session is closed.
+            InvalidDestinationException: an invalid name.
+        """
+        self._check_open()
+        return Topic(name)
+
+    def create_temporary_queue(self) -> TemporaryQueue:
+        """A queue living as long as the connection (TMP-01).
+
+        Raises:
+            IllegalStateException: the session is closed.
+        """
+        self._check_open()
+        reply = check_reply(self._connection.request(c.CreateTemporary(topic=False)))
+        assert isinstance(reply, c.Ok) and reply.value is not None
+        dest = TemporaryQueue(reply.value.partition("://")[2], owner=self._connection)
+        self._connection._temporaries.add(dest)
+        return dest
+
+    def create_temporary_topic(self) -> TemporaryTopic:
+        """A topic living as long as the connection (TMP-01).
+
+        Raises:
+            IllegalStateException: the session is closed.
+        """
+        self._check_open()
+        reply = check_reply(self._connection.request(c.CreateTemporary(topic=True)))
+        assert isinstance(reply, c.Ok) and reply.value is not None
+        dest = TemporaryTopic(reply.value.partition("://")[2], owner=self._connection)
+        self._connection._temporaries.add(dest)
+        return dest
+
+    # ---- producers, consumers, browsers ------------------------------------------------------
+    def create_producer(self, destination: Destination | None = None) -> MessageProducer:
+        """A producer bound to ``destination``, or anonymous for None (PROD-01).
+
+        Raises:
+            IllegalStateException: the session is closed.
+            InvalidDestinationException: ``destination`` is not a ternmq destination.
+        """
+        from ternmq.client.producer import MessageProducer
+
+        self._check_open()
+        if destination is not None and not isinstance(destination, Destination):
+            raise InvalidDestinationException(
+                f"{destination!r} is not a ternmq Queue or Topic"
+            )
+        producer = MessageProducer(self, destination)
+        self._producers.append(producer)
+        return producer
+
+    def create_consumer(
+        self,
+        destination: Destination,
+        message_selector: str | None = None,
+        no_local: bool = False,
+    ) -> MessageConsumer:
+        """A consumer of a queue, or of a new non-durable subscription on a topic (CONS, SUB-06).
+
+        Raises:
+            IllegalStateException: the session is closed.
+            InvalidDestinationException: None, a foreign object, an unknown or deleted
+                destination, or another connection's temporary destination.
+            InvalidSelectorException: a malformed selector.
+        """
+        return self._consumer(destination, message_selector, no_local, "none", None)
+
+    def create_durable_consumer(
+        self,
+        topic: Topic,
+        name: str,
+        message_selector: str | None = None,
+        no_local: bool = False,
+    ) -> MessageConsumer:
+        """A consumer of the unshared durable subscription ``name`` (SUB-16..SUB-23).
+
+        Raises:
+            IllegalStateException: no client id is set, or the subscription has a consumer.
+            InvalidDestinationException: not a (non-temporary) topic, or an invalid name.
+            InvalidSelectorException: a malformed selector.
+        """
+        self._check_topic(topic)
+        if self._connection.client_id is None:
+            self._check_open()
+            raise IllegalStateException(
+                "create_durable_consumer needs a client id: set connection.client_id first, "
+                "or use create_shared_durable_consumer"
+            )
+        return self._consumer(topic, message_selector, no_local, "durable", name)
+
+    create_durable_subscriber = create_durable_consumer
+
+    def create_shared_consumer(
+        self, topic: Topic, name: str, message_selector: str | None = None
+    ) -> MessageConsumer:
+        """A consumer of the shared non-durable subscription ``name`` (SUB-09..SUB-13).
+
+        Raises:
+            IllegalStateException: the subscription exists with another topic or selector.
+            InvalidDestinationException: not a topic, or an invalid name.
+            InvalidSelectorException: a malformed selector.
+        """
+        self._check_topic(topic)
+        return self._consumer(topic, message_selector, False, "shared", name)
+
+    def create_shared_durable_consumer(
+        self, topic: Topic, name: str, message_selector: str | None = None
+    ) -> MessageConsumer:
+        """A consumer of the shared durable subscription ``name`` (SUB-24..SUB-26).
+
+        Raises:
+            IllegalStateException: the name is an unshared durable subscription, or it has
+                consumers with another topic or selector.
+            InvalidDestinationException: not a (non-temporary) topic, or an invalid name.
+            InvalidSelectorException: a malformed selector.
+        """
+        self._check_topic(topic)
+        return self._consumer(topic, message_selector, False, "shared_durable", name)
+
+    def _check_topic(self, topic: object) -> None:
+        self._check_open()
+        if not isinstance(topic, Topic):
+            raise InvalidDestinationException(f"a topic is required here, not {topic!r}")
+
+    def _consumer(
+        self,
+        destination: object,
+        selector: str | None,
+        no_local: bool,
+        kind: c.SubscriptionKind,
+        name: str | None,
+    ) -> MessageConsumer:
+        from ternmq.client.consumer import MessageConsumer
+        from ternmq.selector import compile_selector
+
+        self._check_open()
+        if destination is None or not isinstance(destination, Destination):
+            raise InvalidDestinationException(
+                f"{destination!r} is not a ternmq Queue or Topic: pass one"
+            )
+        if kind != "none" and (not isinstance(name, str) or not name):
+            raise InvalidDestinationException(
+                f"invalid subscription name {name!r}: use a non-empty str"
+            )
+        compiled = compile_selector(selector)
+        self._connection._lock_client_id()
+        conn = self._connection
+        cid = conn.next_id()
+        prefetch = conn.prefetch
+        consumer = MessageConsumer(self, cid, destination, selector, no_local, prefetch)
+        conn._consumers[cid] = consumer
+        credit = prefetch if conn.started else 0
+        try:
+            check_reply(conn.request(c.CreateConsumer(
+                session_id=self._id, consumer_id=cid, destination=str(destination),
+                selector=compiled.text if compiled is not None else None, no_local=no_local,
+                kind=kind, subscription=name, prefetch=prefetch, credit=credit,
+            )))
+        except JMSException:
+            conn._consumers.pop(cid, None)
+            raise
+        consumer._credit_granted = credit > 0 or prefetch == 0
+        with self._cond:
+            self._consumers[cid] = consumer
+        return consumer
+
+    def create_browser(self, queue: Queue, message_selector: str | None = None) -> QueueBrowser:
+        """A browser over ``queue`` (PTP-08..PTP-14).
+
+        Raises:
+            IllegalStateException: the session is closed.
+            InvalidDestinationException: None or a topic.
+            InvalidSelectorException: a malformed selector.
+        """
+        from ternmq.client.consumer import QueueBrowser
+        from ternmq.selector import compile_selector
+
+        self._check_open()
+        if not isinstance(queue, Queue):
+            raise InvalidDestinationException(f"a queue is required to browse, not {queue!r}")
+        compile_selector(message_selector)
+        browser = QueueBrowser(self, queue, message_selector)
+        self._browsers.append(browser)
+        return browser
+
+    def unsubscribe(self, name: str) -> None:
+        """Delete the durable subscription ``name`` of this connection's client id (SUB-27..31).
+
+        Raises:
+            IllegalStateException: it has an active consumer, or this session holds
+                unacknowledged messages of it.
+            InvalidDestinationException: no such subscription.
+        """
+        self._check_open()
+        check_reply(self._connection.request(c.Unsubscribe(session_id=self._id, name=name)))
+
+    # ---- acknowledgement, transactions, recovery ---------------------------------------------
+    def commit(self) -> None:
+        """Commit the transaction: sends become visible, received messages are acknowledged
+        (TX-01..TX-04).
+
+        Raises:
+            IllegalStateException: not transacted, closed, or called from a completion listener.
+            TransactionRolledBackException: the broker rolled the transaction back.
+        """
+        self._check_open()
+        self._check_not_in_completion("commit()")
+        if self._mode != self.SESSION_TRANSACTED:
+            raise IllegalStateException("commit() is only for transacted sessions")
+        self._wait_sends()
+        with self._cond:
+            ids = [d for d, _ in self._unacked]
+        reply = self._connection.request(c.Commit(session_id=self._id, delivered=ids))
+        with self._cond:
+            self._unacked = [(d, k) for d, k in self._unacked if d not in set(ids)]
+        check_reply(reply)
+
+    def rollback(self) -> None:
+        """Roll back: sends are discarded, received messages come back (redelivered) (TX).
+
+        Raises:
+            IllegalStateException: not transacted, closed, or called from a completion listener.
+        """
+        self._check_open()
+        self._check_not_in_completion("rollback()")
+        if self._mode != self.SESSION_TRANSACTED:
+            raise IllegalStateException("rollback() is only for transacted sessions")
+        self._wait_sends()
+        self._release(c.Rollback)
+
+    def recover(self) -> None:
+        """Stop and restart delivery from the oldest unacknowledged message (SESS-21..SESS-24).
+
+        Raises:
+            IllegalStateException: the session is transacted or closed.
+        """
+        self._check_open()
+        if self._mode == self.SESSION_TRANSACTED:
+            raise IllegalStateException("recover() is not allowed in a transacted session: use rollback()")
+        if threading.get_ident() == self._listener_ident and self._current_delivery is not None:
+            self._recovered_in_listener = True
+        self._flush_dups()
+        self._release(c.Release)
+
+    def _release(self, cmd: type[c.Release] | type[c.Rollback]) -> None:
+        with self._cond:
+            delivered = [d for d, _ in self._unacked]
+            cur = self._current_delivery
+            if cur is not None and self._recovered_in_listener and cur not in delivered:
+                delivered.append(cur)
+        reply = check_reply(self._connection.request(cmd(session_id=self._id, delivered=delivered)))
+        assert isinstance(reply, c.Released)
+        self._drop_released(reply.delivery_ids)
+
+    def _drop_released(self, ids: list[int]) -> None:
+        gone = set(ids)
+        with self._cond:
+            self._unacked = [(d, k) for d, k in self._unacked if d not in gone]
+            for consumer in self._consumers.values():
+                buf = consumer._buffer
+                if buf and any(d.delivery_id in gone for d in buf):
+                    kept = [d for d in buf if d.delivery_id not in gone]
+                    buf.clear()
+                    buf.extend(kept)
+
+    def _acknowledge_all(self) -> None:
+        """CLIENT_ACKNOWLEDGE: acknowledge every message this session handed out (SESS-16)."""
+        if self._closed:
+            raise IllegalStateException("cannot acknowledge: the session is closed")
+        with self._cond:
+            ids = [d for d, _ in self._unacked]
+            self._unacked = []
+        if ids:
+            check_reply(self._connection.request(c.Ack(session_id=self._id, delivery_ids=ids)))
+
+    def acknowledge(self) -> None:
+        """Acknowledge every message consumed in this session (CLIENT_ACKNOWLEDGE; a no-op in
+        other modes).
+
+        Raises:
+            IllegalStateException: the session is closed.
+        """
+        self._check_open()
+        if self._mode == self.CLIENT_ACKNOWLEDGE:
+            self._acknowledge_all()
+
+    # ---- hand-over: the one path from buffer to application ----------------------------------
+    def _hand_over(self, consumer: MessageConsumer, d: c.Deliver) -> Message | None:
+        """Turn a delivery into the application's message, or None if it expired (REL-23).
+        Called without the session lock."""
+        from ternmq.message._types import T
+        from ternmq.message.codec import decode_message
+
+        conn = self._connection
+        if d.expiration and conn.clock.now_ms() >= d.expiration:
+            conn.oneway(c.Expired(session_id=self._id, delivery_ids=[d.delivery_id]))
+            consumer._consumed_one()
+            return None
+        msg = decode_message(d.message)
+        count = d.delivery_count
+        msg._redelivered = count > 1
+        msg._properties["JMSXDeliveryCount"] = count
+        msg._property_types["JMSXDeliveryCount"] = T.INT
+        if isinstance(msg, ObjectMessage):
+            msg._trusted_modules = conn.trusted_modules
+        if self._mode == self.CLIENT_ACKNOWLEDGE:
+            msg._ack_hook = self._acknowledge_all
+        if self._mode in (self.CLIENT_ACKNOWLEDGE, self.SESSION_TRANSACTED):
+            with self._cond:
+                self._unacked.append((d.delivery_id, consumer))
+        consumer._consumed_one()
+        return msg
+
+    def _after_receive(self, did: int) -> None:
+        """Automatic acknowledgement after ``receive`` returned a message."""
+        mode = self._mode
+        if mode == self.AUTO_ACKNOWLEDGE:
+            self._connection.oneway(c.Ack(session_id=self._id, delivery_ids=[did]))
+        elif mode == self.DUPS_OK_ACKNOWLEDGE:
+            self._dups_pending.append(did)
+            if len(self._dups_pending) >= DUPS_OK_BATCH:
+                self._flush_dups()
+
+    def _flush_dups(self) -> None:
+        if self._dups_pending:
+            ids, self._dups_pending = self._dups_pending, []
+            self._connection.oneway(c.Ack(session_id=self._id, delivery_ids=ids))
+
+    # ---- listener thread ---------------------------------------------------------------------
+    def _listener_changed(self) -> None:
+        with self._cond:
+            if self._listener_thread is None and any(
+                k._listener is not None for k in self._consumers.values()
+            ):
+                self._listener_thread = threading.Thread(
+                    target=self._listener_loop, name=f"ternmq-session-{self._id}", daemon=True
+                )
+                self._listener_thread.start()
+            self._cond.notify_all()
+
+    def _next_for_listener(self) -> tuple[MessageConsumer, c.Deliver] | None:
+        """Under the lock: the next delivery for a listener, round-robin over consumers."""
+        if not self._connection.started:
+            return None
+        consumers = [k for k in self._consumers.values() if k._listener is not None and k._buffer]
+        if not consumers:
+            return None
+        self._rr = (self._rr + 1) % len(consumers)
+        k = consumers[self._rr]
+        return k, k._buffer.popleft()
+
+    def _listener_loop(self) -> None:
+        self._listener_ident = threading.get_ident()
+        conn = self._connection
+        conn._listener_threads.add(self._listener_ident)
+        try:
+            while True:
+                with self._cond:
+                    item = self._next_for_listener()
+                    while item is None:
+                        if self._closing or self._closed:
+                            return
+                        self._cond.wait()
+                        item = self._next_for_listener()
+                    consumer, d = item
+                    self._in_listener = consumer
+                    self._current_delivery = d.delivery_id
+                try:
+                    self._run_listener(consumer, d)
+                finally:
+                    with self._cond:
+                        self._in_listener = None
+                        self._current_delivery = None
+                        self._recovered_in_listener = False
+                        self._cond.notify_all()
+        finally:
+            conn._listener_threads.discard(self._listener_ident)
+            with self._cond:
+                self._listener_thread = None
+
+    def _run_listener(self, consumer: MessageConsumer, d: c.Deliver) -> None:
+        msg = self._hand_over(consumer, d)
+        if msg is None:
+            return
+        listener = consumer._listener
+        failed = False
+        try:
+            if listener is not None:
+                listener(msg)
+        except Exception:
+            failed = True
+            log.exception("message listener of consumer %s raised", consumer._id)
+        if self._closed or self._recovered_in_listener:
+            return
+        mode = self._mode
+        if mode in (self.AUTO_ACKNOWLEDGE, self.DUPS_OK_ACKNOWLEDGE):
+            if failed:  # REL-17: redeliver at once
+                self._flush_dups()
+                with self._cond:
+                    delivered = [x for x, _ in self._unacked] + [d.delivery_id]
+                try:
+                    reply = check_reply(self._connection.request(
+                        c.Release(session_id=self._id, delivered=delivered)))
+                    assert isinstance(reply, c.Released)
+                    self._drop_released(reply.delivery_ids)
+                except JMSException:
+                    log.exception("could not return a failed message")
+            else:
+                self._after_receive(d.delivery_id)
+
+    # ---- stop / close ----------------------------------------------------------------------
+    def _on_connection_started(self) -> None:
+        for consumer in list(self._consumers.values()):
+            consumer._grant_initial_credit()
+        with self._cond:
+            self._cond.notify_all()
+
+    def _wait_listener_idle(self) -> None:
+        if threading.get_ident() == self._listener_ident:
+            return
+        with self._cond:
+            self._cond.wait_for(lambda: self._in_listener is None)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateException("the session is closed")
+        self._connection._check_open()
+
+    def _check_not_in_completion(self, what: str) -> None:
+        if threading.get_ident() == self._completion_ident:
+            raise IllegalStateException(
+                f"{what} cannot be called from a completion listener of its own session"
+            )
+
+    def close(self) -> None:
+        """Close the session: wait for a running listener, roll back a transaction, return
+        unacknowledged messages, close consumers, producers and browsers (SESS-27..SESS-30).
+
+        Raises:
+            IllegalStateException: called from one of this session's message listeners or
+                completion listeners.
+        """
+        if threading.get_ident() == self._listener_ident:
+            raise IllegalStateException(
+                "a session cannot be closed from one of its own message listeners"
+            )
+        self._check_not_in_completion("close()")
+        self._close(from_connection=False)
+
+    def _close(self, from_connection: bool) -> None:
+        with self._cond:
+            if self._closed or self._closing:
+                return
+            self._closing = True
+            self._cond.notify_all()
+        self._wait_listener_idle()
+        self._wait_sends()
+        self._flush_dups()
+        with self._cond:
+            delivered = [d for d, _ in self._unacked] if self._mode != self.AUTO_ACKNOWLEDGE else []
+            consumers = list(self._consumers.values())
+        try:
+            if not self._connection._failure:
+                reply = self._connection.request(
+                    c.CloseSession(session_id=self._id, delivered=delivered))
+                check_reply(reply)
+        except JMSException:
+            log.debug("closing session %s on a failed link", self._id)
+        with self._cond:
+            self._closed = True
+            self._unacked = []
+            for k in consumers:
+                k._mark_closed()
+            self._consumers.clear()
+            self._cond.notify_all()
+        for k in consumers:
+            self._connection._consumers.pop(k._id, None)
+        for p in self._producers:
+            p._closed = True
+        for b in self._browsers:
+            b._closed = True
+        if self._completions is not None:
+            self._completions.put(None)
+        if not from_connection:
+            self._connection._remove_session(self)
+
+    def _abort(self) -> None:
+        """The connection failed: everything ends, receives return None (A-10)."""
+        with self._cond:
+            self._closed = True
+            for k in self._consumers.values():
+                k._mark_closed()
+            self._cond.notify_all()
+
+    def _remove_consumer(self, consumer: MessageConsumer) -> None:
+        with self._cond:
+            self._consumers.pop(consumer._id, None)
+        self._connection._consumers.pop(consumer._id, None)
+
+    # ---- asynchronous send ---------------------------------------------------------------------
+    def _complete_later(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the completion thread, after earlier completions (PROD-22..PROD-25)."""
+        if self._completions is None:
+            self._completions = queue.SimpleQueue()
+            threading.Thread(target=self._completion_loop, name=f"ternmq-completion-{self._id}",
+                             daemon=True).start()
+        with self._sends_done:
+            self._pending_sends += 1
+        self._completions.put(fn)
+
+    def _completion_loop(self) -> None:
+        self._completion_ident = threading.get_ident()
+        q = self._completions
+        assert q is not None
+        while True:
+            fn = q.get()
+            if fn is None:
+                return
+            try:
+                fn()
+            except Exception:
+                log.exception("a completion listener raised (ignored)")
+            finally:
+                with self._sends_done:
+                    self._pending_sends -= 1
+                    self._sends_done.notify_all()
+
+    def _wait_sends(self) -> None:
+        """Wait until every asynchronous send's completion listener has run (PROD-27)."""
+        if threading.get_ident() == self._completion_ident:
+            return
+        with self._sends_done:
+            self._sends_done.wait_for(lambda: self._pending_sends == 0)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Session {self._id} mode={self._mode}{' closed' if self._closed else ''}>"
+
+
+_ = Any

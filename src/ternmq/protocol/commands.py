@@ -1,0 +1,305 @@
+"""The commands a client and a broker exchange (sans-IO, typed values).
+
+Theory of operation
+-------------------
+A client drives the broker with *requests*; each request carries a ``corr`` number and is
+answered by exactly one ``Ok``/``Error`` (or a typed reply) with the same ``corr``. The broker
+also pushes unsolicited *events* (``Deliver``, ``ConnectionFailed``). Everything a request
+causes is emitted before its reply: a ``Pull`` that finds a message emits the ``Deliver`` first
+and the ``Ok`` after it, so a client that waits for the reply then looks at its buffer sees it.
+
+The embedded ``vm://`` transport hands these values to the broker without sockets; the network
+transport (a later issue) gives them a byte encoding. Both therefore share every semantic line.
+
+Delivery bookkeeping (JMS 2.0 §4.4.11, §4.4.13, §3.5.11):
+- every ``Deliver`` has a connection-wide ``delivery_id``;
+- the client reports, on ``Ack``, which deliveries the application consumed and acknowledged;
+- on rollback / recover / consumer close the client sends ``Release`` with the ids that were
+  *handed to the application*; the broker returns those with ``JMSXDeliveryCount`` + 1 and every
+  other outstanding delivery of that scope (merely prefetched) without counting it, and answers
+  with the released ids so that the client drops them from its buffers.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+__all__ = [
+    "Ack",
+    "Browse",
+    "BrowseResult",
+    "CloseConsumer",
+    "CloseSession",
+    "Command",
+    "Commit",
+    "Connect",
+    "Connected",
+    "ConnectionFailed",
+    "CreateConsumer",
+    "CreateSession",
+    "CreateTemporary",
+    "Credit",
+    "DeleteTemporary",
+    "Deliver",
+    "Disconnect",
+    "Error",
+    "Event",
+    "Expired",
+    "Ok",
+    "Pull",
+    "Release",
+    "Released",
+    "Reply",
+    "Request",
+    "Rollback",
+    "Send",
+    "SetClientId",
+    "Unsubscribe",
+]
+
+SubscriptionKind = Literal["none", "shared", "durable", "shared_durable"]
+
+
+class _Request(msgspec.Struct, frozen=True, kw_only=True):
+    corr: int = 0
+
+
+class Connect(_Request, frozen=True, kw_only=True, tag=True):
+    """Open a connection. ``client_id`` may also be set later with ``SetClientId``."""
+
+    user: str | None = None
+    password: str | None = None
+    client_id: str | None = None
+
+
+class SetClientId(_Request, frozen=True, kw_only=True, tag=True):
+    """Claim a client identifier for this connection (CONN-06..CONN-08)."""
+
+    client_id: str
+
+
+class Disconnect(_Request, frozen=True, kw_only=True, tag=True):
+    """Close the connection: every session is closed as by ``CloseSession``."""
+
+
+class CreateSession(_Request, frozen=True, kw_only=True, tag=True):
+    """Open a session. ``transacted`` sessions buffer sends and acks until ``Commit``."""
+
+    session_id: int
+    transacted: bool = False
+
+
+class CloseSession(_Request, frozen=True, kw_only=True, tag=True):
+    """Close a session: its consumers close, its transaction rolls back and its
+    unacknowledged deliveries return (those in ``delivered`` counted as deliveries)."""
+
+    session_id: int
+    delivered: list[int] = msgspec.field(default_factory=list)
+
+
+class CreateConsumer(_Request, frozen=True, kw_only=True, tag=True):
+    """Create a consumer (and, for topics, its subscription)."""
+
+    session_id: int
+    consumer_id: int
+    destination: str
+    selector: str | None = None
+    no_local: bool = False
+    kind: SubscriptionKind = "none"
+    subscription: str | None = None
+    prefetch: int = 100
+    credit: int | None = None
+
+
+class CloseConsumer(_Request, frozen=True, kw_only=True, tag=True):
+    """Close a consumer. Its outstanding deliveries that are not in ``delivered`` (never
+    handed to the application) go back uncounted; handed-over, unacknowledged ones stay with
+    the session (acknowledged, committed, rolled back or recovered with it)."""
+
+    consumer_id: int
+    delivered: list[int] = msgspec.field(default_factory=list)
+
+
+class Credit(_Request, frozen=True, kw_only=True, tag=True):
+    """Grant a consumer ``messages`` more prefetch credit."""
+
+    consumer_id: int
+    messages: int
+
+
+class Pull(_Request, frozen=True, kw_only=True, tag=True):
+    """For a consumer with prefetch 0: ask for up to ``messages`` (0 cancels an open pull).
+    With ``wait`` false a message is delivered only if one is available now."""
+
+    consumer_id: int
+    messages: int = 1
+    wait: bool = True
+
+
+class Send(_Request, frozen=True, kw_only=True, tag=True):
+    """Publish one encoded message. The header values the broker routes by are repeated
+    here so that it need not decode the body to route, order, expire or schedule."""
+
+    session_id: int
+    destination: str
+    message: bytes
+    persistent: bool = True
+    priority: int = 4
+    expiration: int = 0
+    delivery_time: int = 0
+    group_id: str | None = None
+    group_seq: int = 0
+
+
+class Ack(_Request, frozen=True, kw_only=True, tag=True):
+    """Acknowledge deliveries (in a transacted session: consume them in the open transaction)."""
+
+    session_id: int
+    delivery_ids: list[int]
+
+
+class Expired(_Request, frozen=True, kw_only=True, tag=True):
+    """Deliveries the client found expired before hand-over (REL-23): not a delivery attempt."""
+
+    session_id: int
+    delivery_ids: list[int]
+
+
+class Release(_Request, frozen=True, kw_only=True, tag=True):
+    """Return every outstanding delivery of a session (recover / rollback). ``delivered``
+    lists the ids that were handed to the application; they count as a delivery attempt."""
+
+    session_id: int
+    delivered: list[int] = msgspec.field(default_factory=list)
+
+
+class Commit(_Request, frozen=True, kw_only=True, tag=True):
+    """Commit the session's transaction: its sends become visible and the deliveries in
+    ``delivered`` (consumed in the transaction) are acknowledged, atomically."""
+
+    session_id: int
+    delivered: list[int] = msgspec.field(default_factory=list)
+
+
+class Rollback(_Request, frozen=True, kw_only=True, tag=True):
+    """Roll back the session's transaction and release its deliveries (as ``Release``)."""
+
+    session_id: int
+    delivered: list[int] = msgspec.field(default_factory=list)
+
+
+class Browse(_Request, frozen=True, kw_only=True, tag=True):
+    """Read up to ``limit`` messages of a queue after position ``after`` without consuming."""
+
+    destination: str
+    selector: str | None = None
+    after: tuple[int, int] | None = None
+    limit: int = 100
+
+
+class CreateTemporary(_Request, frozen=True, kw_only=True, tag=True):
+    """Create a temporary queue or topic owned by this connection."""
+
+    topic: bool = False
+
+
+class DeleteTemporary(_Request, frozen=True, kw_only=True, tag=True):
+    """Delete a temporary destination of this connection."""
+
+    destination: str
+
+
+class Unsubscribe(_Request, frozen=True, kw_only=True, tag=True):
+    """Delete the durable subscription ``(client_id, name)``."""
+
+    session_id: int
+    name: str
+
+
+# ---- replies -------------------------------------------------------------------------
+
+
+class Ok(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    """Success. ``value`` carries a request-specific result (e.g. a temporary name)."""
+
+    corr: int = 0
+    value: str | None = None
+
+
+class Error(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    """Failure: ``kind`` is the JMS exception class name, ``message`` its text."""
+
+    corr: int = 0
+    kind: str = "JMSException"
+    message: str = ""
+
+
+class Connected(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    """Reply to ``Connect``."""
+
+    corr: int = 0
+    connection_id: str
+    provider_version: str
+
+
+class Released(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    """Reply to ``Release``/``Rollback``/``CloseSession``: the delivery ids taken back."""
+
+    corr: int = 0
+    delivery_ids: list[int] = msgspec.field(default_factory=list)
+
+
+class BrowseResult(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    """Reply to ``Browse``: encoded messages and the position to continue after."""
+
+    corr: int = 0
+    messages: list[bytes] = msgspec.field(default_factory=list)
+    after: tuple[int, int] | None = None
+    done: bool = True
+
+
+# ---- events (broker -> client, unsolicited) ---------------------------------------------
+
+
+class Deliver(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    """A message for a consumer. ``delivery_count`` is the JMSXDeliveryCount to show."""
+
+    consumer_id: int
+    delivery_id: int
+    message: bytes
+    delivery_count: int = 1
+    expiration: int = 0
+
+
+class ConnectionFailed(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    """The broker dropped the connection (shutdown, failure)."""
+
+    message: str
+
+
+Request = (
+    Connect
+    | SetClientId
+    | Disconnect
+    | CreateSession
+    | CloseSession
+    | CreateConsumer
+    | CloseConsumer
+    | Credit
+    | Pull
+    | Send
+    | Ack
+    | Expired
+    | Release
+    | Commit
+    | Rollback
+    | Browse
+    | CreateTemporary
+    | DeleteTemporary
+    | Unsubscribe
+)
+Reply = Ok | Error | Connected | Released | BrowseResult
+Event = Deliver | ConnectionFailed
+Command = Request | Reply | Event

@@ -1,0 +1,184 @@
+"""The store interface: what the broker writes so that durable state survives it.
+
+Theory of operation
+-------------------
+The broker keeps its working state in memory and describes every durable change as a small
+operation value. The operations of one broker request (a send, an ack, a commit) form one
+*batch*, written atomically by :meth:`Store.write` before the request's reply leaves the
+broker; a durable store may join concurrent batches into one transaction and one fsync
+(group commit). On start, :meth:`Store.load` returns what survived, in order.
+
+Only state that must survive is written: PERSISTENT messages on queues and durable
+subscriptions, durable subscription definitions, delivery counts. Non-persistent messages,
+temporary destinations and non-durable subscriptions never reach the store.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Protocol
+
+__all__ = [
+    "AddMessage",
+    "AddSubscription",
+    "MemoryStore",
+    "Op",
+    "Recovered",
+    "RemoveDestination",
+    "RemoveMessage",
+    "RemoveSubscription",
+    "SetDeliveryCount",
+    "Store",
+    "StoredMessage",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AddMessage:
+    """A persistent message entered ``dest`` (``queue://NAME`` or ``sub:CLIENT:NAME``)."""
+
+    dest: str
+    seq: int
+    data: bytes
+    priority: int
+    expiration: int
+    delivery_time: int
+    group_id: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RemoveMessage:
+    """Message ``seq`` left ``dest`` (acknowledged, expired, dead-lettered or purged)."""
+
+    dest: str
+    seq: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SetDeliveryCount:
+    """Message ``seq`` of ``dest`` has been delivered ``count`` times."""
+
+    dest: str
+    seq: int
+    count: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AddSubscription:
+    """A durable subscription was created (its key is ``dest``)."""
+
+    dest: str
+    client_id: str | None
+    name: str
+    topic: str
+    selector: str | None
+    no_local: bool
+    shared: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RemoveSubscription:
+    """A durable subscription and all its messages were deleted."""
+
+    dest: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RemoveDestination:
+    """A queue and all its messages were deleted."""
+
+    dest: str
+
+
+Op = AddMessage | RemoveMessage | SetDeliveryCount | AddSubscription | RemoveSubscription | RemoveDestination
+
+
+@dataclasses.dataclass(slots=True)
+class StoredMessage:
+    """A message as recovered from the store."""
+
+    seq: int
+    data: bytes
+    priority: int
+    expiration: int
+    delivery_time: int
+    group_id: str | None
+    delivery_count: int = 0
+
+
+@dataclasses.dataclass
+class Recovered:
+    """Everything :meth:`Store.load` found: subscriptions and messages per destination key."""
+
+    subscriptions: list[AddSubscription] = dataclasses.field(default_factory=list)
+    messages: dict[str, list[StoredMessage]] = dataclasses.field(default_factory=dict)
+
+
+class Store(Protocol):
+    """Durable state of a broker."""
+
+    def write(self, ops: Sequence[Op]) -> None:
+        """Apply one batch atomically; durable when it returns.
+
+        Raises:
+            OSError: the store could not write (the broker fails the request).
+        """
+        ...
+
+    def load(self) -> Recovered:
+        """Everything that survived, messages ordered by sequence number."""
+        ...
+
+    def close(self) -> None:
+        """Release the store's resources."""
+        ...
+
+
+class MemoryStore:
+    """A store that lives in this process's memory: durable for the life of the process.
+
+    A broker restarted on the same ``MemoryStore`` object recovers its state, which is how the
+    recovery path is tested without a disk.
+    """
+
+    def __init__(self) -> None:
+        self._subs: dict[str, AddSubscription] = {}
+        self._messages: dict[str, dict[int, StoredMessage]] = {}
+        self.batches = 0
+
+    def write(self, ops: Sequence[Op]) -> None:
+        """Apply one batch."""
+        self.batches += 1
+        for op in ops:
+            if isinstance(op, AddMessage):
+                self._messages.setdefault(op.dest, {})[op.seq] = StoredMessage(
+                    op.seq, op.data, op.priority, op.expiration, op.delivery_time, op.group_id
+                )
+            elif isinstance(op, RemoveMessage):
+                self._messages.get(op.dest, {}).pop(op.seq, None)
+            elif isinstance(op, SetDeliveryCount):
+                rec = self._messages.get(op.dest, {}).get(op.seq)
+                if rec is not None:
+                    rec.delivery_count = op.count
+            elif isinstance(op, AddSubscription):
+                self._subs[op.dest] = op
+            elif isinstance(op, RemoveSubscription):
+                self._subs.pop(op.dest, None)
+                self._messages.pop(op.dest, None)
+            else:
+                self._messages.pop(op.dest, None)
+
+    def load(self) -> Recovered:
+        """Everything written and not removed, in sequence order."""
+        return Recovered(
+            subscriptions=list(self._subs.values()),
+            messages={
+                dest: [dataclasses.replace(m) for _, m in sorted(msgs.items())]
+                for dest, msgs in self._messages.items()
+                if msgs
+            },
+        )
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,286 @@
+"""The embedded broker and the in-process ``vm://`` transport.
+
+Theory of operation
+-------------------
+An :class:`EmbeddedBroker` owns one :class:`~ternmq.broker.engine.Broker`. Clients reach it
+through :class:`VmTransport`, which carries the same request values as the network protocol
+but calls :meth:`Broker.handle` directly, on the caller's thread, under the embedded broker's
+lock. That lock is what makes the broker single-owner: exactly one thread is inside the engine
+at a time. Replies and events leave through callbacks that only append to client buffers
+(they never call back into the broker), so no lock order can deadlock.
+
+Why not a broker thread that takes requests from a queue? Every request would then cost two
+thread hand-offs (each a GIL hand-over, tens of microseconds); calling under a lock costs a
+lock acquire. The engine is the same either way, and the asyncio server of the network
+transport will own it from its event loop instead.
+
+Time-driven work (delivery delay, redelivery delay, the expiry reaper) runs on one timer
+thread that exists only while something is pending, so an idle embedded broker holds no
+thread. With a :class:`~ternmq.broker.clock.FakeClock`, advancing the clock runs that work
+synchronously instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ternmq.broker.clock import Clock, FakeClock, SystemClock
+from ternmq.broker.config import BrokerConfig
+from ternmq.broker.engine import Broker, BrokerConnection
+from ternmq.errors import JMSException
+from ternmq.protocol import commands as c
+from ternmq.store import MemoryStore, Store
+
+__all__ = ["EmbeddedBroker", "VmTransport", "get_embedded"]
+
+_registry: dict[str, EmbeddedBroker] = {}
+_registry_lock = threading.Lock()
+
+
+class EmbeddedBroker:
+    """A broker running inside this process, reachable as ``vm://NAME``.
+
+    Args:
+        name: the broker's name (its URL is ``vm://NAME``).
+        data_dir: directory for a persistent store (not available yet: see below).
+        clock: time source; a :class:`FakeClock` makes time-driven behaviour deterministic.
+        store: an explicit store (default: a :class:`MemoryStore`, durable for the process).
+        users: ``{user: password}`` to require authentication (default: anyone may connect).
+        **settings: :class:`~ternmq.broker.config.BrokerConfig` fields, and destination-policy
+            fields such as ``max_delivery_attempts`` that set the default policy.
+
+    Raises:
+        JMSException: ``data_dir`` was given (the durable store is not part of this build).
+        TypeError: an unknown setting.
+    """
+
+    def __init__(
+        self,
+        name: str = "local",
+        data_dir: str | None = None,
+        *,
+        clock: Clock | None = None,
+        store: Store | None = None,
+        users: dict[str, str] | None = None,
+        **settings: Any,
+    ) -> None:
+        if data_dir is not None:
+            raise JMSException(
+                "data_dir: the durable on-disk store is not available in this build; "
+                "omit data_dir to keep messages in memory for the life of the process"
+            )
+        self.name = name
+        self.config = BrokerConfig.from_settings(**settings)
+        self.clock: Clock = clock or SystemClock()
+        self._store = store if store is not None else MemoryStore()
+        self._users = users
+        self.lock = threading.Lock()
+        self.broker: Broker | None = None
+        self._timer: threading.Thread | None = None
+        self._timer_wake = threading.Condition(threading.Lock())
+        self._deadline: int | None = None
+        self._listening = False
+
+    @property
+    def url(self) -> str:
+        """``vm://NAME``."""
+        return f"vm://{self.name}"
+
+    @property
+    def running(self) -> bool:
+        """True between :meth:`start` and :meth:`stop`."""
+        return self.broker is not None
+
+    def start(self) -> EmbeddedBroker:
+        """Start the broker and register it under its name; a no-op if running.
+
+        Raises:
+            JMSException: another embedded broker of this name is running.
+        """
+        with _registry_lock:
+            other = _registry.get(self.name)
+            if other is not None and other is not self:
+                raise JMSException(f"an embedded broker named {self.name!r} is already running")
+            if self.broker is None:
+                self.broker = Broker(self.config, self._store, self.clock, self._users)
+                if not self._listening:
+                    self.clock.add_listener(self._on_clock_jump)
+                    self._listening = True
+            _registry[self.name] = self
+        self._reschedule()
+        return self
+
+    def stop(self) -> None:
+        """Stop the broker: every connection is told and closed. A no-op if stopped."""
+        with _registry_lock:
+            if _registry.get(self.name) is self:
+                del _registry[self.name]
+        with self.lock:
+            broker, self.broker = self.broker, None
+            if broker is not None:
+                broker.shutdown()
+        with self._timer_wake:
+            self._deadline = None
+            self._timer_wake.notify_all()
+
+    def __enter__(self) -> EmbeddedBroker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- used by VmTransport ------------------------------------------------------------
+    def _connect(self, emit: Callable[[c.Command], None]) -> BrokerConnection:
+        with self.lock:
+            if self.broker is None:
+                raise JMSException(f"the embedded broker {self.url} is stopped")
+            return self.broker.connect(emit)
+
+    def _submit(self, conn: BrokerConnection, req: c.Request) -> None:
+        with self.lock:
+            broker = self.broker
+            if broker is None:
+                raise JMSException(f"the embedded broker {self.url} is stopped")
+            broker.handle(conn, req)
+            deadline = broker.next_deadline()
+        if deadline is not None and (self._deadline is None or deadline < self._deadline):
+            self._reschedule()
+
+    def _drop(self, conn: BrokerConnection) -> None:
+        with self.lock:
+            if self.broker is not None:
+                self.broker.drop_connection(conn)
+
+    def tick(self) -> None:
+        """Run due time-driven work now (the timer thread and fake clocks call this)."""
+        with self.lock:
+            if self.broker is not None:
+                self.broker.tick()
+        self._reschedule()
+
+    # ---- the timer ----------------------------------------------------------------------
+    def _on_clock_jump(self) -> None:
+        self.tick()
+
+    def _reschedule(self) -> None:
+        with self.lock:
+            deadline = self.broker.next_deadline() if self.broker is not None else None
+        if isinstance(self.clock, FakeClock):
+            return  # fake time moves only through FakeClock.advance -> tick
+        with self._timer_wake:
+            self._deadline = deadline
+            if deadline is None:
+                return
+            if self._timer is None or not self._timer.is_alive():
+                self._timer = threading.Thread(
+                    target=self._timer_loop, name=f"ternmq-timer-{self.name}", daemon=True
+                )
+                self._timer.start()
+            else:
+                self._timer_wake.notify_all()
+
+    def _timer_loop(self) -> None:
+        while True:
+            with self._timer_wake:
+                deadline = self._deadline
+                if deadline is None:
+                    self._timer = None
+                    return
+                delay = (deadline - self.clock.now_ms()) / 1000
+                if delay > 0:
+                    self._timer_wake.wait(min(delay, 60.0))
+                    continue
+            with self.lock:
+                broker = self.broker
+                nxt = broker.tick() if broker is not None else None
+            with self._timer_wake:
+                self._deadline = nxt
+
+
+def get_embedded(name: str, *, create: bool = True) -> EmbeddedBroker:
+    """The running embedded broker called ``name``; started with defaults if absent.
+
+    Raises:
+        JMSException: none is running and ``create`` is False.
+    """
+    with _registry_lock:
+        broker = _registry.get(name)
+    if broker is not None:
+        return broker
+    if not create:
+        raise JMSException(f"no embedded broker named {name!r} is running")
+    try:
+        return EmbeddedBroker(name).start()
+    except JMSException:
+        with _registry_lock:
+            return _registry[name]
+
+
+class VmTransport:
+    """A client's link to an embedded broker: requests in, replies and events out."""
+
+    def __init__(self, embedded: EmbeddedBroker, on_event: Callable[[c.Command], None]) -> None:
+        self.embedded = embedded
+        self.clock: Clock = embedded.clock
+        self._on_event = on_event
+        self._corr = itertools.count(1)
+        self._replies: dict[int, c.Reply] = {}
+        self._waiting = threading.Condition(threading.Lock())
+        self._closed = False
+        self._conn = embedded._connect(self._emit)
+
+    def _emit(self, cmd: c.Command) -> None:
+        corr = getattr(cmd, "corr", 0)
+        if corr and not isinstance(cmd, (c.Deliver, c.ConnectionFailed)):
+            with self._waiting:
+                self._replies[corr] = cmd  # type: ignore[assignment]
+                self._waiting.notify_all()
+        else:
+            self._on_event(cmd)
+
+    def request(self, req: c.Request, timeout: float | None = None) -> c.Reply:
+        """Send ``req`` and wait for its reply.
+
+        Raises:
+            JMSException: the broker is stopped, or no reply came within ``timeout``.
+        """
+        corr = req.corr
+        if not corr:
+            corr = next(self._corr)
+            req = _with_corr(req, corr)
+        self.embedded._submit(self._conn, req)
+        replies = self._replies
+        reply = replies.pop(corr, None)
+        if reply is not None:
+            return reply
+        with self._waiting:
+            if not self._waiting.wait_for(lambda: corr in replies or self._closed, timeout):
+                raise JMSException(f"no reply from {self.embedded.url} within {timeout} s")
+            if corr not in replies:
+                raise JMSException(f"the connection to {self.embedded.url} is closed")
+            return replies.pop(corr)
+
+    def next_corr(self) -> int:
+        """A fresh correlation number for a request built by the caller."""
+        return next(self._corr)
+
+    def send_oneway(self, req: c.Request) -> None:
+        """Send ``req`` without waiting (its ``corr`` is 0: the broker sends no reply)."""
+        self.embedded._submit(self._conn, req)
+
+    def close(self) -> None:
+        """Drop the link; the broker releases whatever the connection still held."""
+        if not self._closed:
+            self._closed = True
+            self.embedded._drop(self._conn)
+            with self._waiting:
+                self._waiting.notify_all()
+
+
+def _with_corr(req: c.Request, corr: int) -> c.Request:
+    import msgspec
+
+    return msgspec.structs.replace(req, corr=corr)
