@@ -1,0 +1,85 @@
+"""Fixtures of the JMS conformance suite.
+
+The suite is written once and runs over every transport: the ``transport`` parameter lists
+them (``vm`` now; ``tcp`` joins when the network server exists). Tests ask for ``factory`` (a
+ConnectionFactory to a fresh broker), ``broker`` (that broker, for settings and inspection),
+or ``fake_broker`` / ``fake_factory`` / ``clock`` when time must be controlled.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from ternmq.broker.clock import FakeClock
+from ternmq.client import Connection, ConnectionFactory
+from ternmq.transport.vm import EmbeddedBroker
+
+TRANSPORTS = ["vm"]
+
+
+def _name() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(params=TRANSPORTS)
+def transport(request: pytest.FixtureRequest) -> str:
+    """The transport this run of the test uses."""
+    return str(request.param)
+
+
+@pytest.fixture
+def make_broker(transport: str) -> Iterator[Callable[..., EmbeddedBroker]]:
+    """Start a fresh broker with the given settings (``make_broker(max_delivery_attempts=3)``)."""
+    started: list[EmbeddedBroker] = []
+
+    def make(**settings: Any) -> EmbeddedBroker:
+        b = EmbeddedBroker(_name(), **settings).start()
+        started.append(b)
+        return b
+
+    yield make
+    for b in started:
+        b.stop()
+
+
+@pytest.fixture
+def broker(make_broker: Callable[..., EmbeddedBroker]) -> EmbeddedBroker:
+    """A fresh broker with default settings."""
+    return make_broker()
+
+
+@pytest.fixture
+def factory(broker: EmbeddedBroker) -> ConnectionFactory:
+    """A connection factory to ``broker``."""
+    return ConnectionFactory(broker.url)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """A fake clock: ``clock.advance(seconds)`` moves time and runs due broker work."""
+    return FakeClock()
+
+
+@pytest.fixture
+def fake_broker(make_broker: Callable[..., EmbeddedBroker], clock: FakeClock) -> EmbeddedBroker:
+    """A fresh broker on the fake clock."""
+    return make_broker(clock=clock)
+
+
+@pytest.fixture
+def fake_factory(fake_broker: EmbeddedBroker) -> ConnectionFactory:
+    """A connection factory to ``fake_broker``."""
+    return ConnectionFactory(fake_broker.url)
+
+
+@pytest.fixture
+def connection(factory: ConnectionFactory) -> Iterator[Connection]:
+    """An open, started connection (closed after the test)."""
+    conn = factory.create_connection()
+    conn.start()
+    yield conn
+    conn.close()
