@@ -5,6 +5,17 @@ The public names of ``API.md`` are importable from here; everything else is inte
 
 from __future__ import annotations
 
+from ternmq._version import __version__
+from ternmq.client import (
+    CompletionListener,
+    Connection,
+    ConnectionFactory,
+    ConnectionMetaData,
+    MessageConsumer,
+    MessageProducer,
+    QueueBrowser,
+    Session,
+)
 from ternmq.destination import (
     Destination,
     Queue,
@@ -40,11 +51,36 @@ from ternmq.errors import (
     TransactionRolledBackRuntimeException,
     UnsupportedOperationException,
 )
-
-__version__ = "0.1.0"
+from ternmq.message import (
+    BytesMessage,
+    DeliveryMode,
+    MapMessage,
+    Message,
+    ObjectMessage,
+    StreamMessage,
+    TextMessage,
+)
+from ternmq.transport.vm import EmbeddedBroker
 
 __all__ = [
+    "__version__",
+    "BytesMessage",
+    "CompletionListener",
+    "Connection",
+    "ConnectionFactory",
+    "ConnectionMetaData",
+    "DeliveryMode",
     "Destination",
+    "EmbeddedBroker",
+    "MapMessage",
+    "Message",
+    "MessageConsumer",
+    "MessageProducer",
+    "ObjectMessage",
+    "QueueBrowser",
+    "Session",
+    "StreamMessage",
+    "TextMessage",
     "IllegalStateException",
     "IllegalStateRuntimeException",
     "InvalidClientIDException",

@@ -36,16 +36,16 @@ class Stored:
     """One published message: its bytes and the header values routing needs."""
 
     __slots__ = (
+        "_view",
         "data",
-        "persistent",
-        "priority",
-        "expiration",
         "delivery_time",
+        "expiration",
         "group_id",
         "group_seq",
-        "origin_conn",
         "origin_client",
-        "_view",
+        "origin_conn",
+        "persistent",
+        "priority",
     )
 
     def __init__(
@@ -88,7 +88,7 @@ class Stored:
 class Entry:
     """One message's place in one queue or subscription."""
 
-    __slots__ = ("seq", "stored", "count", "state", "queue", "delivery_id", "consumer", "session")
+    __slots__ = ("consumer", "count", "delivery_id", "queue", "seq", "session", "state", "stored")
 
     def __init__(self, seq: int, stored: Stored, queue: MessageQueue, count: int = 0) -> None:
         self.seq = seq

@@ -88,7 +88,7 @@ class BrokerConfig:
         pkw: dict[str, object] = {}
         for key, value in settings.items():
             if key in top:
-                kwargs[key] = tuple(value) if key in ("queues", "topics") else value  # type: ignore[call-overload]
+                kwargs[key] = tuple(value) if key in ("queues", "topics") else value  # type: ignore[arg-type]
             elif key in pol:
                 pkw[key] = value
             else:

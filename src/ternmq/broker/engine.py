@@ -20,13 +20,14 @@ client handed it to the application (JMSXDeliveryCount, REL-10), and is dead-let
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import heapq
 import itertools
 from collections.abc import Callable
 from typing import Any
 
-from ternmq import __version__
+from ternmq._version import __version__
 from ternmq.broker._queue import GONE, INFLIGHT, Entry, MessageQueue, Stored
 from ternmq.broker.clock import Clock, SystemClock
 from ternmq.broker.config import BrokerConfig
@@ -60,7 +61,7 @@ MAX_NAME = 255
 
 
 class _Session:
-    __slots__ = ("id", "conn", "transacted", "outstanding", "tx_sends", "consumers")
+    __slots__ = ("conn", "consumers", "id", "outstanding", "transacted", "tx_sends")
 
     def __init__(self, sid: int, conn: BrokerConnection, transacted: bool) -> None:
         self.id = sid
@@ -72,7 +73,17 @@ class _Session:
 
 
 class _Consumer:
-    __slots__ = ("id", "session", "queue", "selector", "credit", "pull", "prefetch", "sub", "outstanding")
+    __slots__ = (
+        "credit",
+        "id",
+        "outstanding",
+        "prefetch",
+        "pull",
+        "queue",
+        "selector",
+        "session",
+        "sub",
+    )
 
     def __init__(
         self,
@@ -114,7 +125,11 @@ class _Subscription:
         if self.no_local:
             if stored.origin_conn is self.conn and self.conn is not None:
                 return False
-            if self.durable and self.client_id is not None and stored.origin_client == self.client_id:
+            if (
+                self.durable
+                and self.client_id is not None
+                and stored.origin_client == self.client_id
+            ):
                 return False
         return self.selector is None or self.selector.matches(stored.view())
 
@@ -176,6 +191,9 @@ class Broker:
         self._timers: list[tuple[int, int, MessageQueue | None]] = []
         self._timer_seq = itertools.count()
         self._reaper_due: int | None = None
+        self._blocked: collections.deque[tuple[int, BrokerConnection, Destination, c.Send]] = (
+            collections.deque()
+        )
         self._dest_cache: dict[str, Destination] = {}
         self.total_bytes = 0
         self.dead_lettered = 0
@@ -201,6 +219,9 @@ class Broker:
             handler = self._handlers[type(req)]
             reply = handler(self, conn, req)
             self._dispatch_dirty()
+            if self._blocked and not isinstance(req, c.Send):
+                self._unblock(self.clock.now_ms())
+                self._dispatch_dirty()
             self._flush_store()
         except JMSException as exc:
             self._ops.clear()
@@ -226,6 +247,9 @@ class Broker:
             self._reaper_due = None
             self._reap(now)
         self._dispatch_dirty()
+        if self._blocked:
+            self._unblock(now)
+            self._dispatch_dirty()
         self._flush_store()
         self._flush_out()
         return self.next_deadline()
@@ -305,11 +329,12 @@ class Broker:
 
     # ------------------------------------------------------------------ handlers
     def _on_connect(self, conn: BrokerConnection, req: c.Connect) -> c.Reply:
-        if self.users is not None:
-            if req.user is None or self.users.get(req.user) != req.password:
-                conn.closed = True
-                self.connections.pop(conn.id, None)
-                raise JMSSecurityException(f"authentication failed for user {req.user!r}")
+        if self.users is not None and (
+            req.user is None or self.users.get(req.user) != req.password
+        ):
+            conn.closed = True
+            self.connections.pop(conn.id, None)
+            raise JMSSecurityException(f"authentication failed for user {req.user!r}")
         limit = self.config.max_connections
         if limit and len(self.connections) > limit:
             conn.closed = True
@@ -322,7 +347,9 @@ class Broker:
 
     def _set_client_id(self, conn: BrokerConnection, client_id: str) -> None:
         if not client_id or len(client_id) > MAX_NAME:
-            raise InvalidClientIDException(f"invalid client id {client_id!r}: use 1..255 characters")
+            raise InvalidClientIDException(
+                f"invalid client id {client_id!r}: use 1..255 characters"
+            )
         holder = self.client_ids.get(client_id)
         if holder is not None and holder is not conn:
             raise InvalidClientIDException(
@@ -411,8 +438,9 @@ class Broker:
         policy = self.config.policy_for(str(topic))
         if kind == "none":
             q = MessageQueue(f"nd:{conn.id}:{req.consumer_id}", False, policy, str(topic))
-            sub = _Subscription(None, topic, sel_text, selector, req.no_local, False, False,
-                                conn.client_id, conn, q)
+            sub = _Subscription(
+                None, topic, sel_text, selector, req.no_local, False, False, conn.client_id, conn, q
+            )
             subs.append(sub)
             return sub
         name = req.subscription
@@ -422,17 +450,18 @@ class Broker:
             )
         key = (conn.client_id, name)
         if kind == "shared":
-            sub = self.shared.get(key)
-            if sub is not None:
-                if sub.topic != topic or sub.selector_text != sel_text:
+            existing = self.shared.get(key)
+            if existing is not None:
+                if existing.topic != topic or existing.selector_text != sel_text:
                     raise IllegalStateException(
                         f"shared subscription {name!r} exists with another topic or selector "
                         "while it has consumers; use the same topic and selector or another name"
                     )
-                return sub
+                return existing
             q = MessageQueue(f"sh:{key}", False, policy, str(topic))
-            sub = _Subscription(key, topic, sel_text, selector, False, False, True,
-                                conn.client_id, conn, q)
+            sub = _Subscription(
+                key, topic, sel_text, selector, False, False, True, conn.client_id, conn, q
+            )
             self.shared[key] = sub
             subs.append(sub)
             return sub
@@ -446,9 +475,10 @@ class Broker:
             raise IllegalStateException(
                 "an unshared durable subscription needs a client id: set connection.client_id"
             )
-        sub = self.durable.get(key)
+        old = self.durable.get(key)
         no_local = req.no_local and not shared
-        if sub is not None:
+        if old is not None:
+            sub = old
             if sub.shared != shared:
                 raise IllegalStateException(
                     f"durable subscription {name!r} exists as a "
@@ -473,14 +503,16 @@ class Broker:
             self._delete_subscription(sub)
         store_key = _sub_store_key(conn.client_id, name, shared)
         q = MessageQueue(store_key, True, policy, str(topic))
-        sub = _Subscription(key, topic, sel_text, selector, no_local, True, shared,
-                            conn.client_id, conn, q)
+        sub = _Subscription(
+            key, topic, sel_text, selector, no_local, True, shared, conn.client_id, conn, q
+        )
         self.durable[key] = sub
         self.topics.setdefault(topic, []).append(sub)
         if subs is not self.topics[topic]:
             pass
-        self._ops.append(AddSubscription(store_key, conn.client_id, name, str(topic),
-                                         sel_text, no_local, shared))
+        self._ops.append(
+            AddSubscription(store_key, conn.client_id, name, str(topic), sel_text, no_local, shared)
+        )
         return sub
 
     def _delete_subscription(self, sub: _Subscription) -> None:
@@ -578,39 +610,119 @@ class Broker:
         if s.transacted:
             s.tx_sends.append((req, self.clock.now_ms()))
             return c.Ok(corr=req.corr)
-        self._publish(conn, dest, req)
+        if self._blocked and self._blocks(dest):
+            self._block(conn, dest, req)  # keep the order of blocked senders
+            return None
+        try:
+            self._publish(conn, dest, req)
+        except ResourceAllocationException:
+            if not self._blocks(dest):
+                raise
+            self._block(conn, dest, req)
+            return None
         return c.Ok(corr=req.corr)
 
+    def _block(self, conn: BrokerConnection, dest: Destination, req: c.Send) -> None:
+        """Hold a send to a full destination until room frees or its timeout (PSF-07)."""
+        timeout = self.config.policy_for(str(dest)).block_timeout
+        deadline = self.clock.now_ms() + round(timeout * 1000)
+        self._blocked.append((deadline, conn, dest, req))
+        self._add_timer(deadline, None)
+
+    def _unblock(self, now: int) -> None:
+        """Retry held sends in arrival order; fail those past their deadline."""
+        while self._blocked:
+            deadline, conn, dest, req = self._blocked[0]
+            if conn.closed:
+                self._blocked.popleft()
+                continue
+            try:
+                self._publish(conn, dest, req)
+            except ResourceAllocationException as exc:
+                if deadline > now:
+                    return
+                self._blocked.popleft()
+                if req.corr:
+                    self._out.append(
+                        (
+                            conn,
+                            c.Error(
+                                corr=req.corr,
+                                kind=type(exc).__name__,
+                                message=f"{exc} (blocked for too long)",
+                            ),
+                        )
+                    )
+                continue
+            except JMSException as exc:
+                self._blocked.popleft()
+                if req.corr:
+                    self._out.append(
+                        (conn, c.Error(corr=req.corr, kind=type(exc).__name__, message=str(exc)))
+                    )
+                continue
+            self._blocked.popleft()
+            if req.corr:
+                self._out.append((conn, c.Ok(corr=req.corr)))
+
     def _publish(self, conn: BrokerConnection, dest: Destination, req: c.Send) -> None:
+        """Route one message to its queue or to every admitting subscription, all or none."""
         stored = Stored(
-            req.message, req.persistent, req.priority, req.expiration, req.delivery_time,
-            req.group_id if self.config.groups else None, req.group_seq, conn, conn.client_id,
+            req.message,
+            req.persistent,
+            req.priority,
+            req.expiration,
+            req.delivery_time,
+            req.group_id if self.config.groups else None,
+            req.group_seq,
+            conn,
+            conn.client_id,
         )
-        now = self.clock.now_ms()
         if dest.is_topic:
-            for sub in self._topic(dest):
-                if sub.admits(stored):
-                    self._enqueue(sub.queue, stored, now)
+            targets = [sub.queue for sub in self._topic(dest) if sub.admits(stored)]
         else:
-            self._enqueue(self._queue(dest), stored, now)
+            targets = [self._queue(dest)]
+        full = self._full(targets, stored.size)
+        if full is not None:
+            raise ResourceAllocationException(
+                f"{full} is full (max_bytes={full.policy.max_bytes}, max_memory_bytes="
+                f"{self.config.max_memory_bytes}): consume messages or raise the limit"
+            )
+        now = self.clock.now_ms()
+        for q in targets:
+            self._enqueue(q, stored, now)
+
+    def _full(self, targets: list[MessageQueue], size: int) -> MessageQueue | None:
+        """The first target that cannot take ``size`` more bytes, or None (PSF-07)."""
+        limit = self.config.max_memory_bytes
+        if limit and targets and self.total_bytes + size * len(targets) > limit:
+            return targets[0]
+        for q in targets:
+            mx = q.policy.max_bytes
+            if mx and q.bytes + size > mx:
+                return q
+        return None
+
+    def _blocks(self, dest: Destination) -> bool:
+        return self.config.policy_for(str(dest)).full_policy == "block"
 
     def _enqueue(self, q: MessageQueue, stored: Stored, now: int) -> Entry:
-        policy = q.policy
         size = stored.size
-        if (policy.max_bytes and q.bytes + size > policy.max_bytes) or (
-            self.config.max_memory_bytes and self.total_bytes + size > self.config.max_memory_bytes
-        ):
-            raise ResourceAllocationException(
-                f"{q.name} is full (max_bytes={policy.max_bytes}, "
-                f"max_memory_bytes={self.config.max_memory_bytes}): consume messages or raise "
-                "the limit"
-            )
         e = q.add(stored, now)
         self.total_bytes += size
         if stored.persistent and q.durable:
-            self._ops.append(AddMessage(q.key, e.seq, stored.data, stored.priority,
-                                        stored.expiration, stored.delivery_time, stored.group_id))
-        if e.state != INFLIGHT and stored.delivery_time > now:
+            self._ops.append(
+                AddMessage(
+                    q.key,
+                    e.seq,
+                    stored.data,
+                    stored.priority,
+                    stored.expiration,
+                    stored.delivery_time,
+                    stored.group_id,
+                )
+            )
+        if stored.delivery_time > now:
             self._add_timer(stored.delivery_time, q)
         else:
             self._dirty.add(q)
@@ -696,7 +808,11 @@ class Broker:
         p = q.policy
         if p.redelivery_delay <= 0:
             return 0
-        cap = p.max_redelivery_delay if p.max_redelivery_delay is not None else 10 * p.redelivery_delay
+        cap = (
+            p.max_redelivery_delay
+            if p.max_redelivery_delay is not None
+            else 10 * p.redelivery_delay
+        )
         return round(min(p.redelivery_delay * p.redelivery_multiplier ** (count - 1), cap) * 1000)
 
     def _on_commit(self, conn: BrokerConnection, req: c.Commit) -> c.Reply:
@@ -897,8 +1013,18 @@ class Broker:
                 q.groups.pop(st.group_id, None)  # the group is closed (PSF-03)
             else:
                 q.groups[st.group_id] = consumer
-        self._out.append((conn, c.Deliver(consumer_id=consumer.id, delivery_id=did, message=st.data,
-                                          delivery_count=e.count + 1, expiration=st.expiration)))
+        self._out.append(
+            (
+                conn,
+                c.Deliver(
+                    consumer_id=consumer.id,
+                    delivery_id=did,
+                    message=st.data,
+                    delivery_count=e.count + 1,
+                    expiration=st.expiration,
+                ),
+            )
+        )
 
     # ------------------------------------------------------------------ expiry, dead letters
     def _expire(self, e: Entry) -> None:
@@ -909,7 +1035,9 @@ class Broker:
         self.expired += 1
         target = q.policy.expiry_queue
         if target:
-            self._divert(e, target, {"JMS_TernMQ_ActualExpiry": self.clock.now_ms()}, clear_expiry=True)
+            self._divert(
+                e, target, {"JMS_TernMQ_ActualExpiry": self.clock.now_ms()}, clear_expiry=True
+            )
 
     def _dead_letter(self, e: Entry, reason: str) -> None:
         self._finish(e)
@@ -918,7 +1046,9 @@ class Broker:
         if target:
             self._divert(e, target, {"JMS_TernMQ_DeadLetterReason": reason})
 
-    def _divert(self, e: Entry, target: str, extra: dict[str, str | int], clear_expiry: bool = False) -> None:
+    def _divert(
+        self, e: Entry, target: str, extra: dict[str, str | int], clear_expiry: bool = False
+    ) -> None:
         """Copy an entry's message into queue ``target`` with its origin recorded."""
         from ternmq.message._types import T
         from ternmq.message.codec import decode_message, encode_message
@@ -933,8 +1063,17 @@ class Broker:
         if clear_expiry:
             msg._expiration = 0
         st = e.stored
-        stored = Stored(encode_message(msg), st.persistent, st.priority, expiration, 0,
-                        st.group_id, st.group_seq, st.origin_conn, st.origin_client)
+        stored = Stored(
+            encode_message(msg),
+            st.persistent,
+            st.priority,
+            expiration,
+            0,
+            st.group_id,
+            st.group_seq,
+            st.origin_conn,
+            st.origin_client,
+        )
         try:
             self._enqueue(self._queue_any(target), stored, self.clock.now_ms())
         except JMSException:
@@ -965,9 +1104,9 @@ class Broker:
             self._close_session(s, set())
         for dest in list(conn.temporaries):
             self._delete_temporary(conn, dest)
-        for dest, subs in self.topics.items():
+        for subs in self.topics.values():
             for sub in subs:
-                if sub.conn is conn and not sub.durable:
+                if sub.conn is conn:
                     sub.conn = None
         if conn.client_id is not None and self.client_ids.get(conn.client_id) is conn:
             del self.client_ids[conn.client_id]
@@ -996,8 +1135,18 @@ class Broker:
             topic = destination(rec.topic)
             selector = compile_selector(rec.selector)
             q = MessageQueue(rec.dest, True, self.config.policy_for(rec.topic), rec.topic)
-            sub = _Subscription((rec.client_id, rec.name), topic, rec.selector, selector,
-                                rec.no_local, True, rec.shared, rec.client_id, None, q)
+            sub = _Subscription(
+                (rec.client_id, rec.name),
+                topic,
+                rec.selector,
+                selector,
+                rec.no_local,
+                True,
+                rec.shared,
+                rec.client_id,
+                None,
+                q,
+            )
             self.durable[(rec.client_id, rec.name)] = sub
             self.topics.setdefault(topic, []).append(sub)
         by_key = {sub.queue.key: sub.queue for sub in self.durable.values()}

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ternmq import __version__
+from ternmq._version import __version__
 from ternmq.client._util import check_reply, parse_url
 from ternmq.destination import Destination
 from ternmq.errors import (
@@ -141,8 +141,11 @@ class ConnectionFactory:
             JMSSecurityException: bad credentials.
             JMSException: the broker cannot be reached.
         """
-        return Connection(self, user if user is not None else self.user,
-                          password if password is not None else self.password)
+        return Connection(
+            self,
+            user if user is not None else self.user,
+            password if password is not None else self.password,
+        )
 
     def create_context(
         self,
@@ -193,8 +196,9 @@ class Connection:
                 f"cannot reach the broker at {factory.url}: {exc}", linked_exception=exc
             ) from exc
         self.clock: Clock = self._transport.clock
-        reply = self._transport.request(c.Connect(user=user, password=password,
-                                                  client_id=factory.client_id))
+        reply = self._transport.request(
+            c.Connect(user=user, password=password, client_id=factory.client_id)
+        )
         try:
             check_reply(reply)
         except JMSSecurityException:
@@ -335,7 +339,9 @@ class Connection:
         elif isinstance(transacted, int):
             mode = transacted
         else:
-            raise JMSException(f"create_session: expected a bool or a session mode, not {transacted!r}")
+            raise JMSException(
+                f"create_session: expected a bool or a session mode, not {transacted!r}"
+            )
         if mode not in (0, 1, 2, 3):
             raise JMSException(
                 f"invalid session mode {mode}: use SESSION_TRANSACTED (0), AUTO_ACKNOWLEDGE (1), "
@@ -434,8 +440,9 @@ class Connection:
         """Hand ``exc`` to the exception listener on its own thread, one at a time (CONN-29)."""
         if self._exc_queue is None:
             self._exc_queue = queue.SimpleQueue()
-            threading.Thread(target=self._exception_loop, name="ternmq-exceptions",
-                             daemon=True).start()
+            threading.Thread(
+                target=self._exception_loop, name="ternmq-exceptions", daemon=True
+            ).start()
         self._exc_queue.put(exc)
 
     def _exception_loop(self) -> None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from ternmq.client._util import check_reply
 from ternmq.destination import Destination, Queue
 from ternmq.errors import IllegalStateException, JMSException
-from ternmq.message import Message
+from ternmq.message import Message, ObjectMessage
 from ternmq.protocol import commands as c
 
 if TYPE_CHECKING:
@@ -110,7 +110,9 @@ class MessageConsumer:
     def _grant_initial_credit(self) -> None:
         if not self._credit_granted and not self._closed:
             self._credit_granted = True
-            self._session._connection.oneway(c.Credit(consumer_id=self._id, messages=self._prefetch))
+            self._session._connection.oneway(
+                c.Credit(consumer_id=self._id, messages=self._prefetch)
+            )
 
     def _mark_closed(self) -> None:
         """Under the session lock: no more deliveries; wake waiting receives."""
@@ -127,12 +129,13 @@ class MessageConsumer:
             IllegalStateException: the consumer is closed, has a message listener, or another
                 thread is already receiving on it.
         """
-        if timeout is not None:
-            if timeout < 0:
-                raise ValueError("receive timeout must be >= 0 seconds (or None to wait forever)")
+        if timeout is not None and timeout < 0:
+            raise ValueError("receive timeout must be >= 0 seconds (or None to wait forever)")
         self._check_open()
         if self._listener is not None:
-            raise IllegalStateException("this consumer has a message listener: receive() is not allowed")
+            raise IllegalStateException(
+                "this consumer has a message listener: receive() is not allowed"
+            )
         session = self._session
         cond = session._cond
         with cond:
@@ -229,8 +232,10 @@ class MessageConsumer:
             raise IllegalStateException("a consumer cannot be closed from its own message listener")
         with session._cond:
             session._cond.wait_for(
-                lambda: session._in_listener is not self
-                or threading.get_ident() == session._listener_ident
+                lambda: (
+                    session._in_listener is not self
+                    or threading.get_ident() == session._listener_ident
+                )
             )
             delivered = [d for d, k in session._unacked if k is self]
             self._mark_closed()
@@ -238,8 +243,11 @@ class MessageConsumer:
         session._remove_consumer(self)
         if not session._closed and session._connection._failure is None:
             try:
-                check_reply(session._connection.request(
-                    c.CloseConsumer(consumer_id=self._id, delivered=delivered)))
+                check_reply(
+                    session._connection.request(
+                        c.CloseConsumer(consumer_id=self._id, delivered=delivered)
+                    )
+                )
             except JMSException:
                 if not session._closed:
                     raise
@@ -298,16 +306,23 @@ class QueueBrowser:
         after: tuple[int, int] | None = None
         conn = self._session._connection
         while not self._closed:
-            reply = check_reply(conn.request(c.Browse(
-                destination=str(self._queue), selector=self._selector, after=after,
-                limit=self.CHUNK,
-            )))
+            reply = check_reply(
+                conn.request(
+                    c.Browse(
+                        destination=str(self._queue),
+                        selector=self._selector,
+                        after=after,
+                        limit=self.CHUNK,
+                    )
+                )
+            )
             assert isinstance(reply, c.BrowseResult)
             for data in reply.messages:
                 if self._closed:
                     return
                 msg = decode_message(data)
-                msg._trusted_modules = conn.trusted_modules  # type: ignore[attr-defined]
+                if isinstance(msg, ObjectMessage):
+                    msg._trusted_modules = conn.trusted_modules
                 yield msg
             if reply.done or reply.after is None:
                 return

@@ -48,7 +48,7 @@ class MessageProducer:
         self._session = session
         self._destination = destination
         self._closed = False
-        self._delivery_mode = DeliveryMode.PERSISTENT
+        self._delivery_mode: int = DeliveryMode.PERSISTENT
         self._priority = 4
         self._time_to_live = 0.0
         self._delivery_delay = 0.0
@@ -160,12 +160,21 @@ class MessageProducer:
         self._check_open()
         mode = self._delivery_mode if delivery_mode is None else _check_mode(delivery_mode)
         prio = self._priority if priority is None else _check_priority(priority)
-        ttl = self._time_to_live if time_to_live is None else _check_seconds("time_to_live", time_to_live)
-        delay = (self._delivery_delay if delivery_delay is None
-                 else _check_seconds("delivery_delay", delivery_delay))
+        ttl = (
+            self._time_to_live
+            if time_to_live is None
+            else _check_seconds("time_to_live", time_to_live)
+        )
+        delay = (
+            self._delivery_delay
+            if delivery_delay is None
+            else _check_seconds("delivery_delay", delivery_delay)
+        )
         self._send(message, dest, mode, prio, ttl, delay, completion_listener)
 
-    def _parse_args(self, args: tuple[object, ...], destination: Destination | None) -> tuple[Message, Destination]:
+    def _parse_args(
+        self, args: tuple[object, ...], destination: Destination | None
+    ) -> tuple[Message, Destination]:
         if len(args) == 2 and not isinstance(args[0], Message):
             if destination is not None:
                 raise TypeError("send(destination, message) got a destination= keyword too")
@@ -212,7 +221,11 @@ class MessageProducer:
 
         session = self._session
         conn = session._connection
-        if dest.is_temporary and getattr(dest, "_owner", None) is None and dest in conn._temporaries:
+        if (
+            dest.is_temporary
+            and getattr(dest, "_owner", None) is None
+            and dest in conn._temporaries
+        ):
             pass
         now = conn.clock.now_ms()
         message._destination = dest
@@ -278,7 +291,9 @@ class MessageProducer:
 
 
 def _check_mode(value: int) -> int:
-    if value not in (DeliveryMode.NON_PERSISTENT, DeliveryMode.PERSISTENT) or isinstance(value, bool):
+    if value not in (DeliveryMode.NON_PERSISTENT, DeliveryMode.PERSISTENT) or isinstance(
+        value, bool
+    ):
         raise JMSException(
             f"invalid delivery mode {value!r}: use DeliveryMode.PERSISTENT or NON_PERSISTENT"
         )
@@ -292,7 +307,12 @@ def _check_priority(value: int) -> int:
 
 
 def _check_seconds(what: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != value:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or value < 0
+        or value != value
+    ):
         raise JMSException(f"invalid {what} {value!r}: use seconds >= 0")
     return float(value)
 

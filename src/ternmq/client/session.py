@@ -137,7 +137,11 @@ class Session:
         return MapMessage()
 
     def create_stream_message(self) -> StreamMessage:
-        """A StreamMessage (write-only until ``reset()``). Raises IllegalStateException if closed."""
+        """A StreamMessage (write-only until ``reset()``).
+
+        Raises:
+            IllegalStateException: the session is closed.
+        """
         self._check_open()
         return StreamMessage()
 
@@ -212,9 +216,7 @@ class Session:
 
         self._check_open()
         if destination is not None and not isinstance(destination, Destination):
-            raise InvalidDestinationException(
-                f"{destination!r} is not a ternmq Queue or Topic"
-            )
+            raise InvalidDestinationException(f"{destination!r} is not a ternmq Queue or Topic")
         producer = MessageProducer(self, destination)
         self._producers.append(producer)
         return producer
@@ -321,11 +323,21 @@ class Session:
         conn._consumers[cid] = consumer
         credit = prefetch if conn.started else 0
         try:
-            check_reply(conn.request(c.CreateConsumer(
-                session_id=self._id, consumer_id=cid, destination=str(destination),
-                selector=compiled.text if compiled is not None else None, no_local=no_local,
-                kind=kind, subscription=name, prefetch=prefetch, credit=credit,
-            )))
+            check_reply(
+                conn.request(
+                    c.CreateConsumer(
+                        session_id=self._id,
+                        consumer_id=cid,
+                        destination=str(destination),
+                        selector=compiled.text if compiled is not None else None,
+                        no_local=no_local,
+                        kind=kind,
+                        subscription=name,
+                        prefetch=prefetch,
+                        credit=credit,
+                    )
+                )
+            )
         except JMSException:
             conn._consumers.pop(cid, None)
             raise
@@ -406,7 +418,9 @@ class Session:
         """
         self._check_open()
         if self._mode == self.SESSION_TRANSACTED:
-            raise IllegalStateException("recover() is not allowed in a transacted session: use rollback()")
+            raise IllegalStateException(
+                "recover() is not allowed in a transacted session: use rollback()"
+            )
         if threading.get_ident() == self._listener_ident and self._current_delivery is not None:
             self._recovered_in_listener = True
         self._flush_dups()
@@ -569,8 +583,11 @@ class Session:
                 with self._cond:
                     delivered = [x for x, _ in self._unacked] + [d.delivery_id]
                 try:
-                    reply = check_reply(self._connection.request(
-                        c.Release(session_id=self._id, delivered=delivered)))
+                    reply = check_reply(
+                        self._connection.request(
+                            c.Release(session_id=self._id, delivered=delivered)
+                        )
+                    )
                     assert isinstance(reply, c.Released)
                     self._drop_released(reply.delivery_ids)
                 except JMSException:
@@ -632,7 +649,8 @@ class Session:
         try:
             if not self._connection._failure:
                 reply = self._connection.request(
-                    c.CloseSession(session_id=self._id, delivered=delivered))
+                    c.CloseSession(session_id=self._id, delivered=delivered)
+                )
                 check_reply(reply)
         except JMSException:
             log.debug("closing session %s on a failed link", self._id)
@@ -672,8 +690,9 @@ class Session:
         """Run ``fn`` on the completion thread, after earlier completions (PROD-22..PROD-25)."""
         if self._completions is None:
             self._completions = queue.SimpleQueue()
-            threading.Thread(target=self._completion_loop, name=f"ternmq-completion-{self._id}",
-                             daemon=True).start()
+            threading.Thread(
+                target=self._completion_loop, name=f"ternmq-completion-{self._id}", daemon=True
+            ).start()
         with self._sends_done:
             self._pending_sends += 1
         self._completions.put(fn)

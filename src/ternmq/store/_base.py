@@ -91,7 +91,14 @@ class RemoveDestination:
     dest: str
 
 
-Op = AddMessage | RemoveMessage | SetDeliveryCount | AddSubscription | RemoveSubscription | RemoveDestination
+Op = (
+    AddMessage
+    | RemoveMessage
+    | SetDeliveryCount
+    | AddSubscription
+    | RemoveSubscription
+    | RemoveDestination
+)
 
 
 @dataclasses.dataclass(slots=True)
