@@ -1,0 +1,1 @@
+"""Tests of ternmq.selector (catalog SEL)."""
