@@ -387,6 +387,10 @@ class Connection:
         """Send a request that needs no reply."""
         self._transport.send_oneway(req)
 
+    def next_corr(self) -> int:
+        """A fresh request correlation number."""
+        return self._transport.next_corr()  # type: ignore[no-any-return]
+
     def next_id(self) -> int:
         """A connection-unique number for sessions, consumers and producers."""
         return next(self._ids)

@@ -18,6 +18,7 @@ from ternmq.client._util import check_reply
 from ternmq.destination import Destination, Queue
 from ternmq.errors import IllegalStateException, JMSException
 from ternmq.message import Message, ObjectMessage
+from ternmq.message.codec import decode_message
 from ternmq.protocol import commands as c
 
 if TYPE_CHECKING:
@@ -301,8 +302,6 @@ class QueueBrowser:
         return iter(self)
 
     def _scan(self) -> Iterator[Message]:
-        from ternmq.message.codec import decode_message
-
         after: tuple[int, int] | None = None
         conn = self._session._connection
         while not self._closed:

@@ -21,6 +21,7 @@ from ternmq.errors import (
     UnsupportedOperationException,
 )
 from ternmq.message import DeliveryMode, Message
+from ternmq.message.codec import encode_message
 from ternmq.protocol import commands as c
 
 if TYPE_CHECKING:
@@ -217,8 +218,6 @@ class MessageProducer:
         delay: float,
         listener: CompletionListener | None,
     ) -> None:
-        from ternmq.message.codec import encode_message
-
         session = self._session
         conn = session._connection
         if (
@@ -240,6 +239,7 @@ class MessageProducer:
         gseq = props.get("JMSXGroupSeq", 0)
         data = encode_message(message)
         req = c.Send(
+            corr=conn.next_corr(),
             session_id=session._id,
             destination=str(dest),
             message=data,

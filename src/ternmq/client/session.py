@@ -42,7 +42,10 @@ from ternmq.message import (
     StreamMessage,
     TextMessage,
 )
+from ternmq.message._types import T
+from ternmq.message.codec import decode_message
 from ternmq.protocol import commands as c
+from ternmq.selector import compile_selector
 
 if TYPE_CHECKING:
     from ternmq.client.connection import Connection
@@ -303,7 +306,6 @@ class Session:
         name: str | None,
     ) -> MessageConsumer:
         from ternmq.client.consumer import MessageConsumer
-        from ternmq.selector import compile_selector
 
         self._check_open()
         if destination is None or not isinstance(destination, Destination):
@@ -355,7 +357,6 @@ class Session:
             InvalidSelectorException: a malformed selector.
         """
         from ternmq.client.consumer import QueueBrowser
-        from ternmq.selector import compile_selector
 
         self._check_open()
         if not isinstance(queue, Queue):
@@ -472,9 +473,6 @@ class Session:
     def _hand_over(self, consumer: MessageConsumer, d: c.Deliver) -> Message | None:
         """Turn a delivery into the application's message, or None if it expired (REL-23).
         Called without the session lock."""
-        from ternmq.message._types import T
-        from ternmq.message.codec import decode_message
-
         conn = self._connection
         if d.expiration and conn.clock.now_ms() >= d.expiration:
             conn.oneway(c.Expired(session_id=self._id, delivery_ids=[d.delivery_id]))

@@ -22,6 +22,7 @@ synchronously instead.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import threading
 from collections.abc import Callable
@@ -83,6 +84,8 @@ class EmbeddedBroker:
         self._timer_wake = threading.Condition(threading.Lock())
         self._deadline: int | None = None
         self._listening = False
+        # One-way requests (acks, credit) wait here until a thread holds the lock; see _post.
+        self._posted: collections.deque[tuple[BrokerConnection, c.Request]] = collections.deque()
 
     @property
     def url(self) -> str:
@@ -144,10 +147,42 @@ class EmbeddedBroker:
             broker = self.broker
             if broker is None:
                 raise JMSException(f"the embedded broker {self.url} is stopped")
+            self._drain(broker)  # earlier one-way requests first: per-connection order holds
             broker.handle(conn, req)
             deadline = broker.next_deadline()
+        if self._posted:
+            self._try_drain()
         if deadline is not None and (self._deadline is None or deadline < self._deadline):
             self._reschedule()
+
+    def _post(self, conn: BrokerConnection, req: c.Request) -> None:
+        """Queue a one-way request without ever blocking on the broker lock.
+
+        A consumer acknowledging while a producer is inside the broker would otherwise wait
+        for the lock, hand the GIL back and forth for every message (a lock convoy). The
+        request is appended first and the lock only *tried*: whoever holds the lock drains
+        the queue before it handles its own request and checks it again after releasing, so
+        nothing is stranded and one connection's requests keep their order.
+        """
+        self._posted.append((conn, req))
+        self._try_drain()
+
+    def _try_drain(self) -> None:
+        while self._posted and self.lock.acquire(blocking=False):
+            try:
+                broker = self.broker
+                if broker is None:
+                    self._posted.clear()
+                else:
+                    self._drain(broker)
+            finally:
+                self.lock.release()
+
+    def _drain(self, broker: Broker) -> None:
+        posted = self._posted
+        while posted:
+            conn, req = posted.popleft()
+            broker.handle(conn, req)
 
     def _drop(self, conn: BrokerConnection) -> None:
         with self.lock:
@@ -230,16 +265,17 @@ class VmTransport:
         self._replies: dict[int, c.Reply] = {}
         self._waiting = threading.Condition(threading.Lock())
         self._closed = False
+        self._waiters = 0
         self._conn = embedded._connect(self._emit)
 
     def _emit(self, cmd: c.Command) -> None:
-        corr = getattr(cmd, "corr", 0)
-        if corr and not isinstance(cmd, (c.Deliver, c.ConnectionFailed)):
-            with self._waiting:
-                self._replies[corr] = cmd  # type: ignore[assignment]
-                self._waiting.notify_all()
-        else:
+        if type(cmd) is c.Deliver or type(cmd) is c.ConnectionFailed:
             self._on_event(cmd)
+            return
+        self._replies[cmd.corr] = cmd  # type: ignore[union-attr]
+        if self._waiters:  # a deferred reply (e.g. a blocked send): wake the waiting request
+            with self._waiting:
+                self._waiting.notify_all()
 
     def request(self, req: c.Request, timeout: float | None = None) -> c.Reply:
         """Send ``req`` and wait for its reply.
@@ -257,8 +293,12 @@ class VmTransport:
         if reply is not None:
             return reply
         with self._waiting:
-            if not self._waiting.wait_for(lambda: corr in replies or self._closed, timeout):
-                raise JMSException(f"no reply from {self.embedded.url} within {timeout} s")
+            self._waiters += 1
+            try:
+                if not self._waiting.wait_for(lambda: corr in replies or self._closed, timeout):
+                    raise JMSException(f"no reply from {self.embedded.url} within {timeout} s")
+            finally:
+                self._waiters -= 1
             if corr not in replies:
                 raise JMSException(f"the connection to {self.embedded.url} is closed")
             return replies.pop(corr)
@@ -269,7 +309,7 @@ class VmTransport:
 
     def send_oneway(self, req: c.Request) -> None:
         """Send ``req`` without waiting (its ``corr`` is 0: the broker sends no reply)."""
-        self.embedded._submit(self._conn, req)
+        self.embedded._post(self._conn, req)
 
     def close(self) -> None:
         """Drop the link; the broker releases whatever the connection still held."""
