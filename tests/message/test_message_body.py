@@ -4,6 +4,8 @@ BODY-39 … BODY-44, vectors B-19 … B-27)."""
 from __future__ import annotations
 
 import collections.abc
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -170,7 +172,9 @@ def test_body_06_vector_b27() -> None:
         (ObjectMessage, lambda m: setattr(m, "object", 1)),
     ],
 )
-def test_body_05_every_writer_is_refused_when_received(cls: type[Message], write) -> None:  # type: ignore[no-untyped-def]
+def test_body_05_every_writer_is_refused_when_received(
+    cls: type[Message], write: Callable[[Any], object]
+) -> None:
     """BODY-05: every body-writing call raises MessageNotWriteableException when received."""
     m = filled(cls)
     m._freeze()
@@ -227,7 +231,7 @@ def test_body_09_none_is_accepted_except_in_bytes_message() -> None:
     bm = BytesMessage()
     for call in (lambda: bm.write_bytes(None), lambda: bm.write_object(None)):
         with pytest.raises(TypeError):
-            call()  # type: ignore[no-untyped-call]
+            call()
     with pytest.raises(TypeError):
         bm.write_utf(None)  # type: ignore[arg-type]
 

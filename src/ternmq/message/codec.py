@@ -42,9 +42,7 @@ import re
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import compress
-from operator import contains
-from typing import Annotated, Any, ClassVar, Final, Literal, TypeAlias, Union
+from typing import Annotated, Any, ClassVar, Final, Literal, NamedTuple, TypeAlias, Union
 
 import msgspec
 from msgspec import Meta, Struct
@@ -311,7 +309,7 @@ def _make_decoders(limits: CodecLimits) -> dict[bytes, _Decoder]:
     props = _annotated[
         _dict[name, bool | _Long | float | str | None], Meta(max_length=limits.max_properties)
     ]
-    tags = _annotated[_list[T], Meta(max_length=limits.max_properties)]
+    tags = _annotated[bytes, Meta(max_length=limits.max_properties)]
     decoders: dict[bytes, _Decoder] = {}
     for kind, prefix in enumerate(_PREFIXES):
         wire = _tuple[
@@ -391,7 +389,7 @@ def encode_message(msg: Message, *, limits: CodecLimits = DEFAULT_LIMITS) -> byt
         raise MessageCodecError(f"only ternmq messages can be encoded, not {type(msg).__name__}")
     props = msg._properties
     try:
-        tags = list(map(msg._property_types.__getitem__, props))
+        tags = bytes(map(msg._property_types.__getitem__, props))
     except KeyError as exc:
         raise MessageCodecError(
             f"cannot encode {type(msg).__name__}: property {exc} has no type tag",
@@ -508,35 +506,6 @@ def _parse_destination(text: str, field: str) -> Destination:
     return dest
 
 
-# Python type that the value of each property tag must have (properties have no char or
-# byte[]; a type no value has stands for "never").
-class _Never:
-    pass
-
-
-_PROP_PYTYPE: Final[list[type]] = [
-    type(None),  # NULL
-    bool,  # BOOLEAN
-    int,  # BYTE
-    int,  # SHORT
-    _Never,  # CHAR
-    int,  # INT
-    int,  # LONG (range checked by msgspec)
-    float,  # FLOAT
-    float,  # DOUBLE
-    str,  # STRING
-    _Never,  # BYTES
-]
-_NARROW_INT: Final = frozenset({T.BYTE, T.SHORT, T.INT})
-_RANGE_CHECKED: Final = _NARROW_INT | {T.FLOAT}
-# Only the entries of the narrow integral tags are ever used.
-_INT_RANGE: Final[list[range]] = [range(0)] * len(T)
-_INT_RANGE[T.BYTE] = range(-(2**7), 2**7)
-_INT_RANGE[T.SHORT] = range(-(2**15), 2**15)
-_INT_RANGE[T.INT] = range(-(2**31), 2**31)
-_NEEDS_INT_CHECK: Final[list[bool]] = [t in _NARROW_INT for t in T]
-_IS_FLOAT: Final[list[bool]] = [t is T.FLOAT for t in T]
-
 _F32: Final = struct.Struct("<f")
 _F64: Final = struct.Struct("<d")
 
@@ -554,41 +523,92 @@ def _bad(kind: int, what: str) -> MessageDecodeError:
     return MessageDecodeError(f"malformed {_KIND_NAMES_ALL[kind]} encoding: {what}")
 
 
-def _check_properties(kind: int, props: dict[str, Any], tags: list[T]) -> dict[str, T]:
-    """Check the property tags against the values; return name -> tag."""
-    if len(tags) != len(props):
+# Checking properties against their tags. The tags travel as one octet per property, so the
+# octet string is a cheap key: for each distinct one, a plan is made once (and cached) holding
+# the Python type each value must have, the T members, and which values need a range or
+# binary32 check. Properties have no char or byte[] type.
+_PROP_PYTYPE: Final[dict[T, type]] = {
+    T.NULL: type(None),
+    T.BOOLEAN: bool,
+    T.BYTE: int,
+    T.SHORT: int,
+    T.INT: int,
+    T.LONG: int,  # range checked by msgspec
+    T.FLOAT: float,
+    T.DOUBLE: float,
+    T.STRING: str,
+}
+_NARROW_RANGE: Final[dict[T, tuple[int, int]]] = {
+    T.BYTE: (-(2**7), 2**7 - 1),
+    T.SHORT: (-(2**15), 2**15 - 1),
+    T.INT: (-(2**31), 2**31 - 1),
+}
+
+
+class _Plan(NamedTuple):
+    pytypes: list[type]
+    tags: tuple[T, ...]
+    narrow: tuple[tuple[int, int, int], ...]  # (index, low, high)
+    floats: tuple[int, ...]  # indexes of FLOAT values
+
+
+_PLANS: dict[bytes, _Plan] = {}
+_PLANS_SIZE: Final = 4096
+
+
+def _make_plan(kind: int, key: bytes) -> _Plan:
+    tags: list[T] = []
+    for i, octet in enumerate(key):
+        if octet not in _T_VALUES or T(octet) not in _PROP_PYTYPE:
+            raise _bad(kind, f"property tag {octet} at index {i} is not a property type")
+        tags.append(T(octet))
+    plan = _Plan(
+        [_PROP_PYTYPE[t] for t in tags],
+        tuple(tags),
+        tuple((i, *_NARROW_RANGE[t]) for i, t in enumerate(tags) if t in _NARROW_RANGE),
+        tuple(i for i, t in enumerate(tags) if t is T.FLOAT),
+    )
+    if len(_PLANS) >= _PLANS_SIZE:
+        _PLANS.clear()
+    _PLANS[key] = plan
+    return plan
+
+
+_T_VALUES: Final = frozenset(int(t) for t in T)
+
+
+def _check_properties(kind: int, props: dict[str, Any], key: bytes) -> dict[str, T]:
+    """Check the property values against their tags; return name -> tag."""
+    plan = _PLANS.get(key) or _make_plan(kind, key)
+    if len(plan.tags) != len(props):
         raise _bad(
             kind,
-            f"{len(tags)} property tags for {len(props)} properties (a name repeated, or "
-            "the tag array does not match the properties map)",
+            f"{len(plan.tags)} property tags for {len(props)} properties (a name repeated, "
+            "or the tags do not match the properties map)",
         )
-    if list(map(type, props.values())) != list(map(_PROP_PYTYPE.__getitem__, tags)):
-        for (name, value), tag in zip(props.items(), tags):
+    if list(map(type, props.values())) != plan.pytypes:
+        for (name, value), tag in zip(props.items(), plan.tags):
             if type(value) is not _PROP_PYTYPE[tag]:
                 raise _bad(
                     kind,
                     f"property {name!r} is tagged {tag.name} but holds "
                     f"{type(value).__name__} {value!r:.40}",
                 )
-    if not _RANGE_CHECKED.isdisjoint(tags):
-        ranged = list(map(_NEEDS_INT_CHECK.__getitem__, tags))
-        if any(ranged) and not all(
-            map(
-                contains,
-                compress(map(_INT_RANGE.__getitem__, tags), ranged),
-                compress(props.values(), ranged),
-            )
-        ):
-            for (name, value), tag in zip(props.items(), tags):
-                if _NEEDS_INT_CHECK[tag] and value not in _INT_RANGE[tag]:
-                    raise _bad(
-                        kind,
-                        f"property {name!r} holds {value}, outside the range of {tag.name}",
-                    )
-        for name, value in compress(props.items(), map(_IS_FLOAT.__getitem__, tags)):
-            if not _is_binary32(value):
-                raise _bad(kind, f"property {name!r} holds {value!r}, not a binary32 FLOAT")
-    return dict(zip(props, tags))
+    if plan.narrow or plan.floats:
+        values = list(props.values())
+        for i, low, high in plan.narrow:
+            if not low <= values[i] <= high:
+                raise _bad(
+                    kind,
+                    f"property {list(props)[i]!r} holds {values[i]}, outside the range of "
+                    f"{plan.tags[i].name}",
+                )
+        for i in plan.floats:
+            if not _is_binary32(values[i]):
+                raise _bad(
+                    kind, f"property {list(props)[i]!r} holds {values[i]!r}, not a binary32 FLOAT"
+                )
+    return dict(zip(props, plan.tags))
 
 
 def _check_floats(kind: int, fields: list[tuple[T, Any]]) -> None:
