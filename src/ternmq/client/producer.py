@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from ternmq.client._foreign import adopt, is_foreign_message, write_back
 from ternmq.client._util import check_reply
 from ternmq.destination import Destination
 from ternmq.errors import (
@@ -171,7 +172,12 @@ class MessageProducer:
             if delivery_delay is None
             else _check_seconds("delivery_delay", delivery_delay)
         )
-        self._send(message, dest, mode, prio, ttl, delay, completion_listener)
+        if isinstance(message, Message):
+            self._send(message, dest, mode, prio, ttl, delay, completion_listener)
+            return
+        native = adopt(message)  # BODY-10: a message object ternmq did not create
+        self._send(native, dest, mode, prio, ttl, delay, completion_listener)
+        write_back(native, message)
 
     def _parse_args(
         self, args: tuple[object, ...], destination: Destination | None
@@ -201,12 +207,12 @@ class MessageProducer:
                     "this producer has no destination: pass one, send(message, destination=q)"
                 )
             dest = destination
-        if not isinstance(message, Message):
+        if not isinstance(message, Message) and not is_foreign_message(message):
             raise MessageFormatException(
                 f"cannot send {type(message).__name__}: create messages with the session's "
                 "create_*_message methods"
             )
-        return message, dest
+        return message, dest  # type: ignore[return-value]
 
     def _send(
         self,
@@ -231,7 +237,7 @@ class MessageProducer:
         message._delivery_mode = mode
         message._priority = prio
         message._timestamp = 0 if self._disable_ts else now
-        message._expiration = now + round(ttl * 1000) if ttl else 0
+        message._expiration = now + max(1, round(ttl * 1000)) if ttl else 0  # HDR-15
         message._delivery_time = now + round(delay * 1000)
         message._message_id = None if self._disable_id else conn.next_message_id()
         props = message._properties

@@ -58,6 +58,16 @@ log = logging.getLogger("ternmq.client")
 
 DUPS_OK_BATCH = 32
 
+# Provider-set JMSX properties ternmq does not set (yet); a sender's values are removed.
+_PROVIDER_JMSX = (
+    "JMSXUserID",
+    "JMSXAppID",
+    "JMSXProducerTXID",
+    "JMSXConsumerTXID",
+    "JMSXRcvTimestamp",
+    "JMSXState",
+)
+
 
 class Session:
     """A single-threaded context for producing and consuming messages (classic API)."""
@@ -458,6 +468,12 @@ class Session:
         if ids:
             check_reply(self._connection.request(c.Ack(session_id=self._id, delivery_ids=ids)))
 
+    def _check_ack_open(self) -> None:
+        """AUTO, DUPS_OK, transacted: ``message.acknowledge()`` does nothing (SESS-17) but
+        raises IllegalStateException once the session is closed (SESS-18)."""
+        if self._closed:
+            raise IllegalStateException("cannot acknowledge: the session is closed")
+
     def acknowledge(self) -> None:
         """Acknowledge every message consumed in this session (CLIENT_ACKNOWLEDGE; a no-op in
         other modes).
@@ -479,6 +495,11 @@ class Session:
             consumer._consumed_one()
             return None
         msg = decode_message(d.message)
+        props = msg._properties
+        for name in _PROVIDER_JMSX:  # PROP-23: values a sender put there are not trusted
+            if name in props:
+                del props[name]
+                del msg._property_types[name]
         count = d.delivery_count
         msg._redelivered = count > 1
         msg._properties["JMSXDeliveryCount"] = count
@@ -487,6 +508,8 @@ class Session:
             msg._trusted_modules = conn.trusted_modules
         if self._mode == self.CLIENT_ACKNOWLEDGE:
             msg._ack_hook = self._acknowledge_all
+        else:  # SESS-17: a no-op in other modes, but SESS-18: refused once closed
+            msg._ack_hook = self._check_ack_open
         if self._mode in (self.CLIENT_ACKNOWLEDGE, self.SESSION_TRANSACTED):
             with self._cond:
                 self._unacked.append((d.delivery_id, consumer))
