@@ -19,9 +19,12 @@ from ternmq.client import Connection, ConnectionFactory, MessageConsumer, Sessio
 from ternmq.destination import Queue, Topic
 from ternmq.errors import (
     IllegalStateException,
+    IllegalStateRuntimeException,
     InvalidDestinationException,
+    InvalidDestinationRuntimeException,
     InvalidSelectorException,
     JMSException,
+    JMSRuntimeException,
 )
 from ternmq.message import Message, TextMessage
 from ternmq.transport.vm import EmbeddedBroker
@@ -329,6 +332,25 @@ def test_sub_07_no_local_on_a_non_durable_subscription(connect: Connect) -> None
     assert _receive(k_default, 3) == ["local", "local-same-session", "remote"]
 
 
+def test_sub_07_no_local_covers_contexts_sharing_the_connection(
+    factory: ConnectionFactory,
+) -> None:
+    """SUB-07: for a JMSContext consumer with no_local=True, messages published through any
+    context sharing its connection are local; another connection's are not."""
+    t = Topic("t")
+    with factory.create_context() as a, factory.create_context() as remote:
+        b = a.create_context(Session.AUTO_ACKNOWLEDGE)
+        try:
+            k = a.create_consumer(t, None, True)
+            a.create_producer().send(t, "from-a")
+            b.create_producer().send(t, "from-b")
+            remote.create_producer().send(t, "remote")
+            assert _text(k.receive(WAIT)) == "remote"
+            assert k.receive(QUIET) is None
+        finally:
+            b.close()
+
+
 def test_sub_07_no_local_is_ignored_on_a_queue(connect: Connect) -> None:
     """SUB-07 (A-24): no_local on a queue consumer has no effect and raises nothing."""
     q = Queue("q")
@@ -366,6 +388,26 @@ def test_sub_08_non_durable_messages_are_recoverable_while_open(
     s_tx.close()
     assert _subscription_depths(broker, t) == []
     assert _held_bytes(broker) == 0
+
+
+def test_sub_08_unacknowledged_messages_go_with_the_closed_consumer(
+    connect: Connect, broker: EmbeddedBroker
+) -> None:
+    """SUB-08, SUB-06: a message received but not acknowledged is gone once the non-durable
+    consumer closes: recover brings nothing back and acknowledging it is harmless."""
+    t = Topic("t")
+    session = connect().create_session(Session.CLIENT_ACKNOWLEDGE)
+    k = session.create_consumer(t)
+    _publish(connect(), t, "m1", "m2")
+    msg = k.receive(WAIT)
+    assert _text(msg) == "m1" and msg is not None
+    k.close()
+    assert _subscription_depths(broker, t) == []
+    assert _held_bytes(broker) == 0
+    session.recover()
+    msg.acknowledge()
+    k2 = session.create_consumer(t)
+    assert _drain(k2) == []
 
 
 def test_sub_08_listener_failure_redelivers_on_a_non_durable_subscription(
@@ -609,6 +651,17 @@ def test_sub_s4_durable_consumer_needs_a_client_id(
         session.create_durable_subscriber(t, "d", None, False)
     assert _durable_names(broker) == set()
     assert _subscription_depths(broker, t) == []
+
+
+def test_sub_s4_context_durable_consumer_needs_a_client_id(
+    factory: ConnectionFactory, broker: EmbeddedBroker
+) -> None:
+    """SUB-S4 (SUB-16): ctx.create_durable_consumer on a context without client id raises
+    IllegalStateRuntimeException and creates nothing."""
+    with factory.create_context() as ctx:
+        with pytest.raises(IllegalStateRuntimeException):
+            ctx.create_durable_consumer(Topic("t"), "d")
+    assert _durable_names(broker) == set()
 
 
 def test_sub_s1_durable_subscription_accumulates_while_inactive(connect: Connect) -> None:
@@ -911,6 +964,26 @@ def test_sub_27_unsubscribe_never_touches_shared_non_durable(connect: Connect) -
     session.unsubscribe("x")
     _publish(connect(), t, "m")
     assert _receive(shared, 1) == ["m"]
+
+
+def test_sub_27_context_unsubscribe(factory: ConnectionFactory) -> None:
+    """SUB-27, SUB-28, SUB-30, SUB-31: ctx.unsubscribe deletes a durable subscription of the
+    context's client id; with its consumer open it raises JMSRuntimeException, for an
+    unknown name InvalidDestinationRuntimeException."""
+    t = Topic("t")
+    with factory.create_context() as ctx, factory.create_context() as pub:
+        ctx.client_id = "c1"
+        k = ctx.create_durable_consumer(t, "d")
+        with pytest.raises(JMSRuntimeException):
+            ctx.unsubscribe("d")
+        k.close()
+        pub.create_producer().send(t, "discarded")
+        ctx.unsubscribe("d")
+        with pytest.raises(InvalidDestinationRuntimeException):
+            ctx.unsubscribe("d")
+        k = ctx.create_durable_consumer(t, "d")
+        pub.create_producer().send(t, "new")
+        assert _text(k.receive(WAIT)) == "new"
 
 
 def test_sub_s9_unsubscribe_checks(connect: Connect) -> None:
