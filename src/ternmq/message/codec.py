@@ -2,36 +2,37 @@
 
 Format
 ------
-An encoded message is a 5-octet prefix followed by one MessagePack array. The prefix is the
-magic ``C1 54 51`` (``0xC1`` is never valid MessagePack, then ASCII ``TQ``), the format
-version (``01``) and the body kind (``00`` Message, ``01`` Text, ``02`` Bytes, ``03`` Map,
-``04`` Stream, ``05`` Object). The array always has 15 elements: ``[message_id (str|nil),
-timestamp (int), correlation_id as str (str|nil), correlation_id as bytes (bin|nil),
-reply_to (str|nil), destination (str|nil), delivery_mode (1|2), redelivered (bool),
-type (str|nil), expiration (int), delivery_time (int), priority (0..9), properties (map
-name -> bool|int|float|str|nil), property tags (array of T, in the order of the properties
-map), body]``. Destinations travel as their ``str()`` form (``queue://NAME``,
-``temp-topic://NAME``, …). The body is nil for a Message, str|nil for Text, bin for Bytes,
-bin|nil for Object (opaque pickled octets, never unpickled here), a map name -> ``[T, value]``
-for Map and an array of ``[T, value]`` for Stream. A typed value's tag is the number of
+An encoded message is one MessagePack array of 15 elements, so it always starts with the
+six octets ``9F A4 54 51 31 k``: a fixarray of 15 whose first element is the 4-character
+str ``"TQ1k"``: magic ``TQ``, format version ``1``, body kind ``k`` (``n`` Message, ``t``
+Text, ``b`` Bytes, ``m`` Map, ``s`` Stream, ``o`` Object). The other elements are, in order:
+message_id (str|nil), timestamp (int), correlation_id (str, or a 1-element array holding a
+bin for the bytes form, or nil), reply_to and destination (each the destination's ``str()``
+form such as ``queue://NAME`` or ``temp-topic://NAME``, or nil), delivery_mode (1|2),
+redelivered (bool), type (str|nil), expiration and delivery_time (int), priority (0..9),
+the properties (map name -> nil|bool|int|float|str), the property types (map name -> tag,
+same names) and the body: nil for Message, str|nil for Text, bin for Bytes, bin|nil for
+Object (the pickled octets, carried opaque), a map name -> ``[tag, value]`` for Map and an
+array of ``[tag, value]`` for Stream. A tag is the number of
 :class:`~ternmq.message._types.T`; its value is nil (NULL), bool, an int within the Java
-range of the tag, a float (FLOAT and DOUBLE both travel as float64; a FLOAT must be a
-binary32 value widened exactly), a str (STRING; CHAR is one character in U+0000 … U+FFFF) or
-bin (BYTES). Every integer header is a Java long. A decoded message is in the *received*
-state (what ``Message._freeze()`` leaves): properties and body read-only, a Bytes or Stream
-body in read mode at its start, no acknowledgement hook.
+range of the tag, a float64 (DOUBLE, and FLOAT holding a binary32 value widened exactly), a
+str (STRING; CHAR: one character in U+0000 … U+FFFF) or a bin (BYTES). Integer headers are
+Java longs. A decoded message is in the *received* state (what ``Message._freeze()``
+leaves): properties and body read-only, a Bytes or Stream body in read mode at its start,
+no acknowledgement hook.
 
 Theory of operation
 -------------------
-The encoder trusts the model's invariants (its setters validate) and hands the private slots
-to a :class:`msgspec.msgpack.Encoder` almost unchanged; it only checks the limits. The
-decoder trusts nothing: one typed :class:`msgspec.msgpack.Decoder` per body kind and per
-:class:`CodecLimits` checks structure, types, ranges and container sizes in C before anything
-large is built, a few Python checks do what msgspec cannot (property tags against values,
-binary32 floats, destination names), and the message is assembled with ``cls.__new__`` and
-direct slot assignment, without the validating setters. Every failure of the input raises
-:class:`MessageDecodeError` or :class:`CodecLimitError`, both ``MessageFormatException``;
-no msgspec or Python exception escapes.
+The encoder trusts the model's invariants (its setters validate), hands the private slots
+to a :class:`msgspec.msgpack.Encoder` almost unchanged and checks the limits. The decoder
+trusts nothing: one typed :class:`msgspec.msgpack.Decoder` per body kind and per
+:class:`CodecLimits`, chosen by the six leading octets, checks structure, types, ranges and
+container sizes in C before anything large is built; Python then checks what msgspec cannot
+(property types against values, binary32 floats, destination names) and assembles the
+message with ``cls.__new__`` and direct slot assignment, without the validating setters.
+Every failure of the input raises :class:`MessageDecodeError` (or its subclass
+:class:`CodecLimitError`), a ``MessageFormatException``; no msgspec or Python exception
+escapes. Property and map names are not re-checked as selector identifiers.
 
 Pure module: no I/O, threads, clocks or logging.
 """
@@ -42,12 +43,19 @@ import re
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Final, Literal, NamedTuple, TypeAlias, Union
+from typing import Annotated, Any, ClassVar, Final, Literal, TypeAlias, TypedDict, Union
 
 import msgspec
 from msgspec import Meta, Struct
 
-from ternmq.destination import Destination, destination
+from ternmq.destination import (
+    Destination,
+    Queue,
+    TemporaryQueue,
+    TemporaryTopic,
+    Topic,
+    destination,
+)
 from ternmq.errors import InvalidDestinationException, MessageFormatException
 from ternmq.message import (
     BytesMessage,
@@ -71,10 +79,11 @@ __all__ = [
     "encode_message",
 ]
 
-#: The first three octets of every encoded message.
-MAGIC: Final = b"\xc1TQ"
 #: The format version this module writes and reads.
 FORMAT_VERSION: Final = 1
+#: The first four octets of every version-1 encoding (the fifth and sixth are ``"1"`` and
+#: the body kind): a MessagePack fixarray of 15 and a 4-character str starting ``"TQ"``.
+MAGIC: Final = b"\x9f\xa4TQ"
 
 _MIB: Final = 1 << 20
 
@@ -96,7 +105,7 @@ class CodecLimitError(MessageDecodeError):
 
     Attributes:
         limit: the name of the :class:`CodecLimits` field, e.g. ``"max_properties"``.
-        value: the size found (None when the decoder only knows it is too large).
+        value: the size found (None when the decoder only knows that it is too large).
         maximum: the configured bound.
     """
 
@@ -155,18 +164,12 @@ DEFAULT_LIMITS: Final = CodecLimits()
 
 # --------------------------------------------------------------------------- wire types
 
-# The decoders yield the 15-element tuple of the format; its elements are checked by msgspec
-# against the per-kind wire type built in _make_decoders.
-_Decoder: TypeAlias = "msgspec.msgpack.Decoder[Any]"
-
-_LONG_MIN: Final = -(2**63)
-_LONG_MAX: Final = 2**63 - 1
-_Long: TypeAlias = Annotated[int, Meta(ge=_LONG_MIN, le=_LONG_MAX)]
+_Long: TypeAlias = Annotated[int, Meta(ge=-(2**63), le=2**63 - 1)]
 
 
-# A map or stream value is ``[tag, value]``: one array-like Struct per tag, so that msgspec
-# dispatches on the tag and checks the value's type and range in C. Their ``t`` class
-# attribute is the tag as a T member.
+# A Map or Stream value is ``[tag, value]``: one array-like Struct per tag, so that msgspec
+# dispatches on the tag and checks the value's type and range in C. Their class attribute
+# ``t`` is the tag as a T member.
 class _VNull(Struct, array_like=True, forbid_unknown_fields=True, tag=int(T.NULL)):
     v: None
     t: ClassVar[T] = T.NULL
@@ -236,33 +239,31 @@ _BodyValue: TypeAlias = Union[  # noqa: UP007 - a runtime type expression for ms
     _VBytes,
 ]
 
-# Body kinds: the fifth octet of the prefix.
+# Body kinds: index = kind, letter = last character of the leading str.
 _KIND_MESSAGE: Final = 0
 _KIND_TEXT: Final = 1
 _KIND_BYTES: Final = 2
 _KIND_MAP: Final = 3
 _KIND_STREAM: Final = 4
 _KIND_OBJECT: Final = 5
+_KIND_LETTERS: Final = "ntbmso"
+_KIND_NAMES: Final = (
+    "Message",
+    "TextMessage",
+    "BytesMessage",
+    "MapMessage",
+    "StreamMessage",
+    "ObjectMessage",
+)
+_LEADS: Final = tuple(f"TQ{FORMAT_VERSION}{letter}" for letter in _KIND_LETTERS)
+_HEAD_LEN: Final = 6  # fixarray header, str header, "TQ", version, kind
 
-_KIND_OF_BODY_TYPE: Final[dict[str, int]] = {
-    "message": _KIND_MESSAGE,
-    "text": _KIND_TEXT,
-    "bytes": _KIND_BYTES,
-    "map": _KIND_MAP,
-    "stream": _KIND_STREAM,
-    "object": _KIND_OBJECT,
-}
-_KIND_NAMES: Final = ("Message", "TextMessage", "BytesMessage", "MapMessage", "StreamMessage")
-_KIND_NAMES_ALL: Final = (*_KIND_NAMES, "ObjectMessage")
-_PREFIXES: Final = tuple(MAGIC + bytes((FORMAT_VERSION, kind)) for kind in range(6))
-_PREFIX_LEN: Final = 5
-
-# Index of each element of the array, for error messages.
+# The elements of the array, for error messages.
 _FIELDS: Final = (
+    "format tag",
     "message_id",
     "timestamp",
-    "correlation_id (str)",
-    "correlation_id (bytes)",
+    "correlation_id",
     "reply_to",
     "destination",
     "delivery_mode",
@@ -272,95 +273,68 @@ _FIELDS: Final = (
     "delivery_time",
     "priority",
     "properties",
-    "property tags",
+    "property types",
     "body",
 )
 _I_PROPERTIES: Final = 12
-_I_TAGS: Final = 13
+_I_TYPES: Final = 13
 _I_BODY: Final = 14
-
-
-# Wire types are built at run time from the limits; through these aliases mypy sees plain
-# values rather than type expressions.
-_annotated: Any = Annotated
-_tuple: Any = tuple
-_dict: Any = dict
-_list: Any = list
-
-
-def _body_type(kind: int, limits: CodecLimits) -> object:
-    name = _annotated[str, Meta(max_length=limits.max_name_length)]
-    if kind == _KIND_MESSAGE:
-        return None
-    if kind == _KIND_TEXT:
-        return _annotated[str, Meta(max_length=limits.max_body_size)] | None
-    if kind == _KIND_BYTES:
-        return _annotated[bytearray, Meta(max_length=limits.max_body_size)]
-    if kind == _KIND_MAP:
-        return _annotated[_dict[name, _BodyValue], Meta(max_length=limits.max_map_entries)]
-    if kind == _KIND_STREAM:
-        return _annotated[_list[_BodyValue], Meta(max_length=limits.max_stream_items)]
-    return _annotated[bytes, Meta(max_length=limits.max_body_size)] | None
-
-
-def _make_decoders(limits: CodecLimits) -> dict[bytes, _Decoder]:
-    """One typed decoder per body kind, keyed by the 5-octet prefix it accepts."""
-    name = _annotated[str, Meta(max_length=limits.max_name_length)]
-    props = _annotated[
-        _dict[name, bool | _Long | float | str | None], Meta(max_length=limits.max_properties)
-    ]
-    tags = _annotated[bytes, Meta(max_length=limits.max_properties)]
-    decoders: dict[bytes, _Decoder] = {}
-    for kind, prefix in enumerate(_PREFIXES):
-        wire = _tuple[
-            str | None,  # message_id
-            _Long,  # timestamp
-            str | None,  # correlation_id as str
-            bytes | None,  # correlation_id as bytes
-            str | None,  # reply_to
-            str | None,  # destination
-            Literal[1, 2],  # delivery_mode
-            bool,  # redelivered
-            str | None,  # type
-            _Long,  # expiration
-            _Long,  # delivery_time
-            _annotated[int, Meta(ge=0, le=9)],  # priority
-            props,
-            tags,
-            _body_type(kind, limits),
-        ]
-        decoders[prefix] = msgspec.msgpack.Decoder(wire)
-    return decoders
-
-
-_DEFAULT_DECODERS: Final = _make_decoders(DEFAULT_LIMITS)
-_DECODER_CACHE: dict[CodecLimits, dict[bytes, _Decoder]] = {DEFAULT_LIMITS: _DEFAULT_DECODERS}
-_DECODER_CACHE_SIZE: Final = 16
-
-
-def _decoders_for(limits: CodecLimits) -> dict[bytes, _Decoder]:
-    decoders = _DECODER_CACHE.get(limits)
-    if decoders is None:
-        if not isinstance(limits, CodecLimits):
-            raise TypeError(f"limits must be a CodecLimits, not {type(limits).__name__}")
-        decoders = _make_decoders(limits)
-        if len(_DECODER_CACHE) >= _DECODER_CACHE_SIZE:
-            _DECODER_CACHE.clear()
-            _DECODER_CACHE[DEFAULT_LIMITS] = _DEFAULT_DECODERS
-        _DECODER_CACHE[limits] = decoders
-    return decoders
-
 
 # --------------------------------------------------------------------------- encoding
 
-
-def _enc_hook(obj: object) -> object:
-    if isinstance(obj, Destination):
-        return str(obj)
-    raise TypeError(f"values of type {type(obj).__name__} cannot be encoded")
+_ENCODER: Final = msgspec.msgpack.Encoder()
+_DEST_TYPES: Final = frozenset({Queue, Topic, TemporaryQueue, TemporaryTopic})
 
 
-_ENCODER: Final = msgspec.msgpack.Encoder(enc_hook=_enc_hook)
+def _body_limit(kind: int, size: int, limits: CodecLimits) -> CodecLimitError:
+    unit = "characters" if kind == _KIND_TEXT else "octets"
+    return CodecLimitError(
+        "max_body_size", size, limits.max_body_size, f"{_KIND_NAMES[kind]} body {unit}"
+    )
+
+
+def _other_body(msg: Message, limits: CodecLimits) -> tuple[int, object]:
+    """Kind and body of anything but a TextMessage (subclasses of the six included)."""
+    if isinstance(msg, TextMessage):
+        text = msg._text
+        if text is not None and len(text) > limits.max_body_size:
+            raise _body_limit(_KIND_TEXT, len(text), limits)
+        return _KIND_TEXT, text
+    if isinstance(msg, BytesMessage):
+        if len(msg._buffer) > limits.max_body_size:
+            raise _body_limit(_KIND_BYTES, len(msg._buffer), limits)
+        return _KIND_BYTES, msg._buffer
+    if isinstance(msg, MapMessage):
+        entries = msg._map
+        if len(entries) > limits.max_map_entries:
+            raise CodecLimitError(
+                "max_map_entries", len(entries), limits.max_map_entries, "MapMessage entries"
+            )
+        return _KIND_MAP, entries
+    if isinstance(msg, StreamMessage):
+        items = msg._items
+        if len(items) > limits.max_stream_items:
+            raise CodecLimitError(
+                "max_stream_items", len(items), limits.max_stream_items, "StreamMessage fields"
+            )
+        return _KIND_STREAM, items
+    if isinstance(msg, ObjectMessage):
+        payload = msg._payload
+        if payload is not None and len(payload) > limits.max_body_size:
+            raise _body_limit(_KIND_OBJECT, len(payload), limits)
+        return _KIND_OBJECT, payload
+    if isinstance(msg, Message):
+        return _KIND_MESSAGE, None
+    raise MessageCodecError(f"only ternmq messages can be encoded, not {type(msg).__name__}")
+
+
+def _destination_text(dest: object, field: str) -> str:
+    if not isinstance(dest, Destination):
+        raise MessageCodecError(
+            f"cannot encode {field} {dest!r:.80}: only ternmq destinations (Queue, Topic, "
+            "TemporaryQueue, TemporaryTopic) can be carried"
+        )
+    return str(dest)
 
 
 def _check_names(names: Iterable[str], limits: CodecLimits, what: str) -> None:
@@ -374,7 +348,7 @@ def encode_message(msg: Message, *, limits: CodecLimits = DEFAULT_LIMITS) -> byt
 
     The message is not changed; its read/write modes and read positions are not encoded.
     An ObjectMessage's pickled octets are carried as they are. Values are taken as the
-    model's setters stored them; they are not validated again.
+    model's setters stored them and are not validated again (the decoder does that).
 
     Args:
         msg: a ternmq message (any of the six classes).
@@ -385,73 +359,45 @@ def encode_message(msg: Message, *, limits: CodecLimits = DEFAULT_LIMITS) -> byt
         MessageCodecError: ``msg`` is not a ternmq message or holds a value that cannot be
             encoded (e.g. a foreign destination object or an unpaired surrogate in a string).
     """
-    if not isinstance(msg, Message):
-        raise MessageCodecError(f"only ternmq messages can be encoded, not {type(msg).__name__}")
+    body: object
+    if type(msg) is TextMessage:
+        kind = _KIND_TEXT
+        body = text = msg._text
+        if text is not None and len(text) > limits.max_body_size:
+            raise _body_limit(kind, len(text), limits)
+    else:
+        kind, body = _other_body(msg, limits)
     props = msg._properties
-    try:
-        tags = bytes(map(msg._property_types.__getitem__, props))
-    except KeyError as exc:
-        raise MessageCodecError(
-            f"cannot encode {type(msg).__name__}: property {exc} has no type tag",
-            linked_exception=exc,
-        ) from None
+    types = msg._property_types
     if len(props) > limits.max_properties:
         raise CodecLimitError(
             "max_properties", len(props), limits.max_properties, "number of properties"
         )
-    body: object
-    names: Iterable[str] = ()
-    if isinstance(msg, TextMessage):
-        kind = _KIND_TEXT
-        body = msg._text
-        if body is not None and len(body) > limits.max_body_size:
-            raise CodecLimitError(
-                "max_body_size", len(body), limits.max_body_size, "TextMessage characters"
-            )
-    elif isinstance(msg, BytesMessage):
-        kind = _KIND_BYTES
-        body = msg._buffer
-        if len(msg._buffer) > limits.max_body_size:
-            raise CodecLimitError(
-                "max_body_size", len(msg._buffer), limits.max_body_size, "BytesMessage octets"
-            )
-    elif isinstance(msg, MapMessage):
-        kind = _KIND_MAP
-        body = names = msg._map
-        if len(msg._map) > limits.max_map_entries:
-            raise CodecLimitError(
-                "max_map_entries", len(msg._map), limits.max_map_entries, "MapMessage entries"
-            )
-    elif isinstance(msg, StreamMessage):
-        kind = _KIND_STREAM
-        body = msg._items
-        if len(msg._items) > limits.max_stream_items:
-            raise CodecLimitError(
-                "max_stream_items",
-                len(msg._items),
-                limits.max_stream_items,
-                "StreamMessage fields",
-            )
-    elif isinstance(msg, ObjectMessage):
-        kind = _KIND_OBJECT
-        body = msg._payload
-        if msg._payload is not None and len(msg._payload) > limits.max_body_size:
-            raise CodecLimitError(
-                "max_body_size", len(msg._payload), limits.max_body_size, "ObjectMessage octets"
-            )
-    else:
-        kind = _KIND_MESSAGE
-        body = None
+    if len(types) != len(props):
+        raise MessageCodecError(
+            f"cannot encode {type(msg).__name__}: {len(props)} properties but "
+            f"{len(types)} property types"
+        )
     cid = msg._correlation_id
+    reply_to = msg._reply_to
+    dest = msg._destination
     try:
-        payload = _ENCODER.encode(
+        data = _ENCODER.encode(
             (
+                _LEADS[kind],
                 msg._message_id,
                 msg._timestamp,
-                None if type(cid) is bytes else cid,
-                cid if type(cid) is bytes else None,
-                msg._reply_to,
-                msg._destination,
+                (cid,) if type(cid) is bytes else cid,
+                None
+                if reply_to is None
+                else str(reply_to)
+                if type(reply_to) in _DEST_TYPES
+                else _destination_text(reply_to, "reply_to"),
+                None
+                if dest is None
+                else str(dest)
+                if type(dest) in _DEST_TYPES
+                else _destination_text(dest, "destination"),
                 msg._delivery_mode,
                 msg._redelivered,
                 msg._type,
@@ -459,37 +405,205 @@ def encode_message(msg: Message, *, limits: CodecLimits = DEFAULT_LIMITS) -> byt
                 msg._delivery_time,
                 msg._priority,
                 props,
-                tags,
+                types,
                 body,
             )
         )
-    except (TypeError, ValueError, OverflowError, AttributeError, msgspec.EncodeError) as exc:
-        # UnicodeEncodeError is a ValueError; AttributeError: a slot was never set.
+    except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as exc:
+        # UnicodeEncodeError (an unpaired surrogate) is a ValueError.
         raise MessageCodecError(
             f"cannot encode {type(msg).__name__}: {exc}", linked_exception=exc
         ) from None
-    size = len(payload)
+    size = len(data)
     if size > limits.max_name_length:
-        # A name of n characters takes at least n octets, so shorter payloads need no check.
+        # A name of n characters takes at least n octets: smaller encodings need no check.
         _check_names(props, limits, "length of a property name")
-        _check_names(names, limits, "length of a map entry name")
-    if size + _PREFIX_LEN > limits.max_encoded_size:
+        if kind == _KIND_MAP:
+            _check_names(body, limits, "length of a MapMessage entry name")  # type: ignore[arg-type]
+    if size > limits.max_encoded_size:
         raise CodecLimitError(
-            "max_encoded_size",
-            size + _PREFIX_LEN,
-            limits.max_encoded_size,
-            "encoded message octets",
+            "max_encoded_size", size, limits.max_encoded_size, "encoded message octets"
         )
-    return _PREFIXES[kind] + payload
+    return data
 
 
 # --------------------------------------------------------------------------- decoding
 
+# The decoders' types are built at run time from the limits; through these aliases mypy
+# sees values, not type expressions.
+_annotated: Any = Annotated
+_tuple: Any = tuple
+_dict: Any = dict
+_list: Any = list
+_literal: Any = Literal
+_typed_dict: Any = TypedDict
+
+
+def _body_type(kind: int, limits: CodecLimits) -> object:
+    if kind == _KIND_MESSAGE:
+        return None
+    if kind == _KIND_TEXT:
+        return _annotated[str, Meta(max_length=limits.max_body_size)] | None
+    if kind == _KIND_BYTES:
+        return _annotated[bytearray, Meta(max_length=limits.max_body_size)]
+    if kind == _KIND_MAP:
+        name = _annotated[str, Meta(max_length=limits.max_name_length)]
+        return _annotated[_dict[name, _BodyValue], Meta(max_length=limits.max_map_entries)]
+    if kind == _KIND_STREAM:
+        return _annotated[_list[_BodyValue], Meta(max_length=limits.max_stream_items)]
+    return _annotated[bytes, Meta(max_length=limits.max_body_size)] | None
+
+
+_PropertyValue: TypeAlias = bool | _Long | float | str | None
+# What msgspec checks for a property value of each type in a specialised decoder (below).
+_PROP_VALUE_TYPE: Final[dict[T, object]] = {
+    T.NULL: None,
+    T.BOOLEAN: bool,
+    T.BYTE: Annotated[int, Meta(ge=-(2**7), le=2**7 - 1)],
+    T.SHORT: Annotated[int, Meta(ge=-(2**15), le=2**15 - 1)],
+    T.INT: Annotated[int, Meta(ge=-(2**31), le=2**31 - 1)],
+    T.LONG: _Long,
+    T.FLOAT: float,  # and a binary32 check after decoding
+    T.DOUBLE: float,
+    T.STRING: str,
+}
+# The Python type of a property value of each type; properties have no char or byte[].
+_PROP_PYTYPE: Final[dict[T, type]] = {
+    T.NULL: type(None),
+    T.BOOLEAN: bool,
+    T.BYTE: int,
+    T.SHORT: int,
+    T.INT: int,
+    T.LONG: int,
+    T.FLOAT: float,
+    T.DOUBLE: float,
+    T.STRING: str,
+}
+_NARROW_RANGE: Final[dict[T, tuple[int, int]]] = {
+    T.BYTE: (-(2**7), 2**7 - 1),
+    T.SHORT: (-(2**15), 2**15 - 1),
+    T.INT: (-(2**31), 2**31 - 1),
+}
+_T_FLOAT: Final = T.FLOAT
+_T_DOUBLE: Final = T.DOUBLE
+
+# A specialised property decoder: (decoder of the properties map as a TypedDict with one key
+# per name, the name -> type dict to copy, the map's MessagePack header, FLOAT names).
+_Plan: TypeAlias = "tuple[msgspec.msgpack.Decoder[Any], dict[str, T], bytes, tuple[str, ...]]"
+_PLANS_SIZE: Final = 1024  # specialised decoders kept per CodecLimits
+_PLAN_KEY_MAX: Final = 4096  # octets of a property-types map worth specialising
+_SEEN_SIZE: Final = 4096
+
+
+def _map_header(n: int) -> bytes:
+    if n < 16:
+        return bytes((0x80 | n,))
+    if n < 1 << 16:
+        return b"\xde" + n.to_bytes(2, "big")
+    return b"\xdf" + n.to_bytes(4, "big")
+
+
+class _Decoding:
+    """Everything decoding needs under one CodecLimits.
+
+    The array is decoded by a typed decoder per body kind, with the two property maps left
+    as raw MessagePack. The property-types map (names and type tags) then selects how to
+    decode the properties: the first time a given map is seen, generically and checked in
+    Python; from the second time on, by a decoder specialised to those names and types
+    (a TypedDict), which checks every value's type and range in C and yields the dict
+    directly. Workloads reuse a handful of property sets, so the cache stays small; it is
+    bounded anyway.
+    """
+
+    __slots__ = ("heads", "limits", "plans", "props_decoder", "seen", "types_decoder")
+
+    def __init__(self, limits: CodecLimits) -> None:
+        self.limits = limits
+        name = _annotated[str, Meta(max_length=limits.max_name_length)]
+        count = Meta(max_length=limits.max_properties)
+        self.props_decoder: msgspec.msgpack.Decoder[dict[str, Any]] = msgspec.msgpack.Decoder(
+            _annotated[_dict[name, _PropertyValue], count]
+        )
+        self.types_decoder: msgspec.msgpack.Decoder[dict[str, T]] = msgspec.msgpack.Decoder(
+            _annotated[_dict[name, T], count]
+        )
+        self.heads: dict[bytes, tuple[int, msgspec.msgpack.Decoder[Any]]] = {}
+        for kind, lead in enumerate(_LEADS):
+            wire = _tuple[
+                _literal[lead],
+                str | None,  # message_id
+                _Long,  # timestamp
+                str | tuple[bytes] | None,  # correlation_id
+                str | None,  # reply_to
+                str | None,  # destination
+                Literal[1, 2],  # delivery_mode
+                bool,  # redelivered
+                str | None,  # type
+                _Long,  # expiration
+                _Long,  # delivery_time
+                _annotated[int, Meta(ge=0, le=9)],  # priority
+                msgspec.Raw,  # properties
+                msgspec.Raw,  # property types
+                _body_type(kind, limits),
+            ]
+            self.heads[MAGIC + lead[2:].encode()] = (kind, msgspec.msgpack.Decoder(wire))
+        self.plans: dict[bytes, _Plan] = {}
+        self.seen: set[int] = set()
+        self._specialise(b"\x80", {})
+
+    def _specialise(self, key: bytes, types: dict[str, T]) -> None:
+        fields = {name: _PROP_VALUE_TYPE[tag] for name, tag in types.items()}
+        decoder = msgspec.msgpack.Decoder(_typed_dict("_Properties", fields))
+        floats = tuple(name for name, tag in types.items() if tag is T.FLOAT)
+        if len(self.plans) >= _PLANS_SIZE:
+            self.plans.clear()
+        self.plans[key] = (decoder, types, _map_header(len(types)), floats)
+
+    def properties(
+        self, kind: int, key: bytes, raw: msgspec.Raw
+    ) -> tuple[dict[str, Any], dict[str, T]]:
+        """Decode and check the properties the generic way (no specialised decoder yet)."""
+        try:
+            types = self.types_decoder.decode(key)
+            props = self.props_decoder.decode(raw)
+        except msgspec.ValidationError as exc:
+            raise _translate_properties(exc, kind, self.limits) from None
+        except msgspec.DecodeError as exc:
+            raise _bad(kind, f"properties: {exc}") from None
+        _check_properties(kind, props, types)
+        if len(key) <= _PLAN_KEY_MAX:
+            seen = hash(key)
+            if seen in self.seen:
+                self._specialise(key, dict(types))
+            else:
+                if len(self.seen) >= _SEEN_SIZE:
+                    self.seen.clear()
+                self.seen.add(seen)
+        return props, types
+
+
+_DEFAULT_DECODING: Final = _Decoding(DEFAULT_LIMITS)
+_DECODINGS: dict[CodecLimits, _Decoding] = {DEFAULT_LIMITS: _DEFAULT_DECODING}
+_DECODINGS_SIZE: Final = 16
+
+
+def _decoding_for(limits: CodecLimits) -> _Decoding:
+    decoding = _DECODINGS.get(limits)
+    if decoding is None:
+        if not isinstance(limits, CodecLimits):
+            raise TypeError(f"limits must be a CodecLimits, not {type(limits).__name__}")
+        decoding = _Decoding(limits)
+        if len(_DECODINGS) >= _DECODINGS_SIZE:
+            _DECODINGS.clear()
+            _DECODINGS[DEFAULT_LIMITS] = _DEFAULT_DECODING
+        _DECODINGS[limits] = decoding
+    return decoding
+
+
+# Destinations are immutable values, so decoded messages may share them: a bounded cache of
+# successfully parsed texts, emptied when full.
 _DEST_CACHE: dict[str, Destination] = {}
 _DEST_CACHE_SIZE: Final = 1024
-
-# Destinations are immutable values, so decoded messages may share them. The cache only ever
-# holds successfully parsed names and is emptied when full.
 
 
 def _parse_destination(text: str, field: str) -> Destination:
@@ -497,13 +611,17 @@ def _parse_destination(text: str, field: str) -> Destination:
         dest = destination(text)
     except InvalidDestinationException as exc:
         raise MessageDecodeError(
-            f"malformed message encoding: {field} is not a valid destination: {exc}",
+            f"malformed message encoding: {field} {text!r:.80} is not a valid destination ({exc})",
             linked_exception=exc,
         ) from None
     if len(_DEST_CACHE) >= _DEST_CACHE_SIZE:
         _DEST_CACHE.clear()
     _DEST_CACHE[text] = dest
     return dest
+
+
+def _bad(kind: int, what: str) -> MessageDecodeError:
+    return MessageDecodeError(f"malformed {_KIND_NAMES[kind]} encoding: {what}")
 
 
 _F32: Final = struct.Struct("<f")
@@ -519,156 +637,138 @@ def _is_binary32(value: float) -> bool:
     return bool(_F64.pack(narrowed) == _F64.pack(value))
 
 
-def _bad(kind: int, what: str) -> MessageDecodeError:
-    return MessageDecodeError(f"malformed {_KIND_NAMES_ALL[kind]} encoding: {what}")
+def _check_properties(kind: int, props: dict[str, Any], types: dict[str, T]) -> None:
+    """Check that properties and types have the same names and agree (generic path).
 
-
-# Checking properties against their tags. The tags travel as one octet per property, so the
-# octet string is a cheap key: for each distinct one, a plan is made once (and cached) holding
-# the Python type each value must have, the T members, and which values need a range or
-# binary32 check. Properties have no char or byte[] type.
-_PROP_PYTYPE: Final[dict[T, type]] = {
-    T.NULL: type(None),
-    T.BOOLEAN: bool,
-    T.BYTE: int,
-    T.SHORT: int,
-    T.INT: int,
-    T.LONG: int,  # range checked by msgspec
-    T.FLOAT: float,
-    T.DOUBLE: float,
-    T.STRING: str,
-}
-_NARROW_RANGE: Final[dict[T, tuple[int, int]]] = {
-    T.BYTE: (-(2**7), 2**7 - 1),
-    T.SHORT: (-(2**15), 2**15 - 1),
-    T.INT: (-(2**31), 2**31 - 1),
-}
-
-
-class _Plan(NamedTuple):
-    pytypes: list[type]
-    tags: tuple[T, ...]
-    narrow: tuple[tuple[int, int, int], ...]  # (index, low, high)
-    floats: tuple[int, ...]  # indexes of FLOAT values
-
-
-_PLANS: dict[bytes, _Plan] = {}
-_PLANS_SIZE: Final = 4096
-
-
-def _make_plan(kind: int, key: bytes) -> _Plan:
-    tags: list[T] = []
-    for i, octet in enumerate(key):
-        if octet not in _T_VALUES or T(octet) not in _PROP_PYTYPE:
-            raise _bad(kind, f"property tag {octet} at index {i} is not a property type")
-        tags.append(T(octet))
-    plan = _Plan(
-        [_PROP_PYTYPE[t] for t in tags],
-        tuple(tags),
-        tuple((i, *_NARROW_RANGE[t]) for i, t in enumerate(tags) if t in _NARROW_RANGE),
-        tuple(i for i, t in enumerate(tags) if t is T.FLOAT),
-    )
-    if len(_PLANS) >= _PLANS_SIZE:
-        _PLANS.clear()
-    _PLANS[key] = plan
-    return plan
-
-
-_T_VALUES: Final = frozenset(int(t) for t in T)
-
-
-def _check_properties(kind: int, props: dict[str, Any], key: bytes) -> dict[str, T]:
-    """Check the property values against their tags; return name -> tag."""
-    plan = _PLANS.get(key) or _make_plan(kind, key)
-    if len(plan.tags) != len(props):
-        raise _bad(
-            kind,
-            f"{len(plan.tags)} property tags for {len(props)} properties (a name repeated, "
-            "or the tags do not match the properties map)",
-        )
-    if list(map(type, props.values())) != plan.pytypes:
-        for (name, value), tag in zip(props.items(), plan.tags):
-            if type(value) is not _PROP_PYTYPE[tag]:
+    As msgspec does for the specialised path, an int given for a float or double property
+    is converted to float.
+    """
+    if props.keys() != types.keys():
+        odd = sorted(props.keys() ^ types.keys())[0]
+        where = "no type" if odd in props else "no value"
+        raise _bad(kind, f"property {odd!r:.80} has {where}")
+    for name, tag in types.items():
+        value = props[name]
+        expected = _PROP_PYTYPE.get(tag)
+        if expected is None:
+            raise _bad(kind, f"property {name!r:.80} has type {tag.name}, not a property type")
+        if type(value) is not expected:
+            if expected is float and type(value) is int:
+                props[name] = value = float(value)
+            else:
                 raise _bad(
                     kind,
-                    f"property {name!r} is tagged {tag.name} but holds "
+                    f"property {name!r:.80} has type {tag.name} but holds "
                     f"{type(value).__name__} {value!r:.40}",
                 )
-    if plan.narrow or plan.floats:
-        values = list(props.values())
-        for i, low, high in plan.narrow:
-            if not low <= values[i] <= high:
-                raise _bad(
-                    kind,
-                    f"property {list(props)[i]!r} holds {values[i]}, outside the range of "
-                    f"{plan.tags[i].name}",
-                )
-        for i in plan.floats:
-            if not _is_binary32(values[i]):
-                raise _bad(
-                    kind, f"property {list(props)[i]!r} holds {values[i]!r}, not a binary32 FLOAT"
-                )
-    return dict(zip(props, plan.tags))
+        bounds = _NARROW_RANGE.get(tag)
+        if bounds is not None and not bounds[0] <= value <= bounds[1]:
+            raise _bad(kind, f"property {name!r:.80} holds {value}, outside the {tag.name} range")
+        if tag is _T_FLOAT and not _is_binary32(value):
+            raise _bad(kind, f"property {name!r:.80} holds {value!r}, not a binary32 FLOAT")
 
 
-def _check_floats(kind: int, fields: list[tuple[T, Any]]) -> None:
+def _check_float_properties(kind: int, props: dict[str, Any], names: tuple[str, ...]) -> None:
+    for name in names:
+        if not _is_binary32(props[name]):
+            raise _bad(kind, f"property {name!r:.80} holds {props[name]!r}, not a binary32 FLOAT")
+
+
+def _check_body_floats(kind: int, fields: Iterable[tuple[T, Any]]) -> None:
     for tag, value in fields:
-        if tag is T.FLOAT and not _is_binary32(value):
-            raise _bad(kind, f"{value!r} is not a binary32 FLOAT")
+        if tag is _T_FLOAT and not _is_binary32(value):
+            raise _bad(kind, f"body value {value!r} is not a binary32 FLOAT")
 
 
-_LENGTH_ERROR = re.compile(r"Expected `\w+` of length <= (\d+) - at (`key` in )?`\$\[(\d+)\]`")
-_PATH = re.compile(r"`\$\[(\d+)\]")
+_LENGTH_ERROR: Final = re.compile(r"Expected `\w+` of length <= \d+(?: - at (`key` in )?`(.*)`)?")
+_PATH: Final = re.compile(r"`\$\[(\d+)\]")
+
+
+def _limit_error(
+    exc: msgspec.ValidationError, limits: CodecLimits, limit: str, what: str
+) -> CodecLimitError:
+    err = CodecLimitError(limit, None, getattr(limits, limit), what)
+    err.set_linked_exception(exc)
+    return err
 
 
 def _translate(exc: msgspec.ValidationError, kind: int, limits: CodecLimits) -> MessageDecodeError:
-    """Turn msgspec's validation error into a limit error or a decode error with context."""
+    """msgspec's validation error of the array as a limit error or a decode error."""
     text = str(exc)
     m = _LENGTH_ERROR.fullmatch(text)
-    if m is not None:
-        index = int(m.group(3))
-        key = m.group(2) is not None
-        limit: tuple[str, str] | None = None
-        if key and index in (_I_PROPERTIES, _I_BODY):
-            limit = ("max_name_length", "length of a name")
-        elif index in (_I_PROPERTIES, _I_TAGS):
-            limit = ("max_properties", "number of properties")
-        elif index == _I_BODY:
-            limit = {
-                _KIND_MAP: ("max_map_entries", "MapMessage entries"),
-                _KIND_STREAM: ("max_stream_items", "StreamMessage fields"),
-            }.get(kind, ("max_body_size", f"{_KIND_NAMES_ALL[kind]} body size"))
-        if limit is not None:
-            err: MessageDecodeError = CodecLimitError(
-                limit[0], None, getattr(limits, limit[0]), limit[1]
-            )
-            err.set_linked_exception(exc)
-            return err
+    if m is not None and m.group(2) == f"$[{_I_BODY}]":
+        if m.group(1) is not None:
+            return _limit_error(exc, limits, "max_name_length", "length of a MapMessage name")
+        if kind == _KIND_MAP:
+            return _limit_error(exc, limits, "max_map_entries", "MapMessage entries")
+        if kind == _KIND_STREAM:
+            return _limit_error(exc, limits, "max_stream_items", "StreamMessage fields")
+        unit = "characters" if kind == _KIND_TEXT else "octets"
+        return _limit_error(exc, limits, "max_body_size", f"{_KIND_NAMES[kind]} body {unit}")
     p = _PATH.search(text)
     field = f" in {_FIELDS[int(p.group(1))]}" if p is not None and int(p.group(1)) < 15 else ""
     return MessageDecodeError(
-        f"malformed {_KIND_NAMES_ALL[kind]} encoding{field}: {text}", linked_exception=exc
+        f"malformed {_KIND_NAMES[kind]} encoding{field}: {text}", linked_exception=exc
     )
 
 
-def _bad_prefix(head: bytes) -> MessageDecodeError:
-    if len(head) < _PREFIX_LEN and MAGIC.startswith(head[:3]):
+def _translate_properties(
+    exc: msgspec.ValidationError, kind: int, limits: CodecLimits
+) -> MessageDecodeError:
+    """msgspec's validation error of a property map as a limit error or a decode error."""
+    text = str(exc)
+    m = _LENGTH_ERROR.fullmatch(text)
+    if m is not None and m.group(2) in (None, "$"):
+        if m.group(1) is not None:
+            return _limit_error(exc, limits, "max_name_length", "length of a property name")
+        return _limit_error(exc, limits, "max_properties", "number of properties")
+    return MessageDecodeError(
+        f"malformed {_KIND_NAMES[kind]} encoding in properties: {text}", linked_exception=exc
+    )
+
+
+# A MessagePack array header (fixarray, array 16, array 32) followed by a str of 4 (fixstr).
+_ANY_VERSION: Final = re.compile(rb"(?:[\x90-\x9f]|\xdc..|\xdd....)\xa4TQ(.)(.)", re.DOTALL)
+
+
+def _bad_lead(data: bytes | memoryview) -> MessageDecodeError:
+    """Why the leading octets are not those of a known format."""
+    head = bytes(data[:16])
+    m = _ANY_VERSION.match(head)
+    if m is None:
+        if len(head) < _HEAD_LEN and any(h.startswith(head) for h in _DEFAULT_DECODING.heads):
+            return MessageDecodeError(
+                f"truncated message encoding: {len(head)} octets, shorter than the "
+                f"{_HEAD_LEN} leading octets"
+            )
         return MessageDecodeError(
-            f"truncated message encoding: {len(head)} octets, a message needs at least "
-            f"{_PREFIX_LEN + 16}"
+            f"not a ternmq message encoding: it starts with {head[:6].hex(' ') or 'nothing'}, "
+            f"not {MAGIC.hex(' ')} (a MessagePack array whose first element is 'TQ…')"
         )
-    if head[:3] != MAGIC:
+    version, letter = m.group(1), m.group(2)
+    if version != str(FORMAT_VERSION).encode() or head[0] != MAGIC[0]:
         return MessageDecodeError(
-            f"not a ternmq message encoding: it starts with {head[:3].hex(' ')}, "
-            f"not the magic {MAGIC.hex(' ')}"
+            f"unsupported message encoding version {version.decode('latin-1')!r}: this "
+            f"ternmq reads version {FORMAT_VERSION} only; upgrade the reader or have the "
+            f"writer use version {FORMAT_VERSION}"
         )
-    if head[3] != FORMAT_VERSION:
-        return MessageDecodeError(
-            f"unsupported message encoding version {head[3]}: this ternmq reads version "
-            f"{FORMAT_VERSION} only; upgrade the reader or have the writer use version "
-            f"{FORMAT_VERSION}"
+    return MessageDecodeError(
+        f"unknown body kind {letter.decode('latin-1')!r} in the message encoding "
+        f"(known: {', '.join(_KIND_LETTERS)})"
+    )
+
+
+def _as_octets(data: object) -> memoryview:
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise MessageDecodeError(
+            f"a message encoding is bytes, bytearray or memoryview, not {type(data).__name__}"
         )
-    return MessageDecodeError(f"unknown body kind {head[4]} in the message encoding (known: 0 … 5)")
+    try:
+        return memoryview(data).cast("B")
+    except (TypeError, ValueError) as exc:
+        raise MessageDecodeError(
+            f"a message encoding must be a contiguous buffer of octets ({exc})"
+        ) from None
 
 
 def decode_message(
@@ -676,9 +776,9 @@ def decode_message(
 ) -> Message:
     """Decode what :func:`encode_message` produced into a new message of the same class.
 
-    The result is in the received state: properties and body read-only, a Bytes/Stream body
-    in read mode at its start, no acknowledgement hook (and, for an ObjectMessage, no trusted
-    modules: the client sets those).
+    The result is in the received state (as ``Message._freeze()`` leaves it): properties and
+    body read-only, a Bytes/Stream body in read mode at its start, no acknowledgement hook,
+    and for an ObjectMessage no trusted modules (the client sets those).
 
     Args:
         data: the encoded octets (``bytes``, ``bytearray`` or a ``memoryview`` of octets).
@@ -689,46 +789,46 @@ def decode_message(
         MessageDecodeError: the input is truncated, not a ternmq message, of an unknown
             format version, or malformed (wrong types, bad tags, values outside their Java
             range, invalid destination strings).
+        TypeError: ``limits`` is not a :class:`CodecLimits`.
     """
-    if type(data) is not bytes:
-        if not isinstance(data, bytes | bytearray | memoryview):
-            raise MessageDecodeError(
-                f"a message encoding is bytes, bytearray or memoryview, not {type(data).__name__}"
-            )
-        try:
-            data = memoryview(data).cast("B")
-        except (TypeError, ValueError) as exc:
-            raise MessageDecodeError(
-                f"a message encoding must be a contiguous buffer of octets: {exc}"
-            ) from None
-    size = len(data)
-    if size > limits.max_encoded_size:
+    decoding = _DEFAULT_DECODING if limits is DEFAULT_LIMITS else _decoding_for(limits)
+    if type(data) is bytes:
+        entry = decoding.heads.get(data[:_HEAD_LEN])
+    else:
+        data = _as_octets(data)
+        entry = decoding.heads.get(data[:_HEAD_LEN].tobytes())
+    if len(data) > limits.max_encoded_size:
         raise CodecLimitError(
-            "max_encoded_size", size, limits.max_encoded_size, "encoded message octets"
+            "max_encoded_size", len(data), limits.max_encoded_size, "encoded message octets"
         )
-    head = bytes(data[:_PREFIX_LEN])
-    decoders = _DEFAULT_DECODERS if limits is DEFAULT_LIMITS else _decoders_for(limits)
-    decoder = decoders.get(head)
-    if decoder is None:
-        raise _bad_prefix(head)
-    kind = head[4]
+    if entry is None:
+        raise _bad_lead(data)
+    kind, decoder = entry
     try:
-        fields = decoder.decode(
-            data[_PREFIX_LEN:] if size < 4096 else memoryview(data)[_PREFIX_LEN:]
-        )
+        (_, mid, ts, cid, reply_to, dest, mode, redelivered, jms_type, expiration,
+         delivery_time, priority, props_raw, types_raw, body) = decoder.decode(data)  # fmt: skip
     except msgspec.ValidationError as exc:
         raise _translate(exc, kind, limits) from None
     except msgspec.DecodeError as exc:
         raise MessageDecodeError(
-            f"malformed {_KIND_NAMES_ALL[kind]} encoding: {exc}", linked_exception=exc
+            f"malformed {_KIND_NAMES[kind]} encoding: {exc}", linked_exception=exc
         ) from None
-    (mid, ts, cid, cid_bytes, reply_to, dest, mode, redelivered, jms_type, expiration,
-     delivery_time, priority, props, tags, body) = fields  # fmt: skip
-    if cid_bytes is not None:
-        if cid is not None:
-            raise _bad(kind, "correlation_id is given both as str and as bytes")
-        cid = cid_bytes
-    ptypes = _check_properties(kind, props, tags) if tags or props else {}
+    if type(cid) is tuple:
+        cid = cid[0]
+    key = bytes(types_raw)
+    plan = decoding.plans.get(key)
+    if plan is not None and memoryview(props_raw)[: len(plan[2])] == plan[2]:
+        try:
+            props = plan[0].decode(props_raw)
+        except msgspec.ValidationError as exc:
+            raise _translate_properties(exc, kind, limits) from None
+        except msgspec.DecodeError as exc:  # pragma: no cover - the array decode checked it
+            raise _bad(kind, f"properties: {exc}") from None
+        if plan[3]:
+            _check_float_properties(kind, props, plan[3])
+        types = plan[1].copy()
+    else:
+        props, types = decoding.properties(kind, key, props_raw)
     if reply_to is not None:
         reply_to = _DEST_CACHE.get(reply_to) or _parse_destination(reply_to, "reply_to")
     if dest is not None:
@@ -747,13 +847,13 @@ def decode_message(
     elif kind == _KIND_MAP:
         entries = {name: (v.t, v.v) for name, v in body.items()}
         if _VFloat in map(type, body.values()):
-            _check_floats(kind, list(entries.values()))
+            _check_body_floats(kind, entries.values())
         msg = MapMessage.__new__(MapMessage)
         msg._map = entries
     elif kind == _KIND_STREAM:
         items = [(v.t, v.v) for v in body]
         if _VFloat in map(type, body):
-            _check_floats(kind, items)
+            _check_body_floats(kind, items)
         msg = StreamMessage.__new__(StreamMessage)
         msg._items = items
         msg._pos = 0
@@ -774,7 +874,7 @@ def decode_message(
     msg._delivery_time = delivery_time
     msg._priority = priority
     msg._properties = props
-    msg._property_types = ptypes
+    msg._property_types = types
     msg._read_only_properties = True
     msg._read_only_body = True
     msg._ack_hook = None
