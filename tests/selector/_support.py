@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import math
 import struct
 from typing import Any
 
@@ -12,8 +13,11 @@ TAGS = {"bool": 1, "byte": 2, "short": 3, "int": 5, "long": 6, "float": 7, "doub
 
 
 def f32(x: float) -> float:
-    """The nearest binary32 value, as a float property stores it."""
-    return float(struct.unpack("<f", struct.pack("<f", x))[0])
+    """The nearest binary32 value, as a float property stores it (±inf past its range)."""
+    try:
+        return float(struct.unpack("<f", struct.pack("<f", x))[0])
+    except OverflowError:
+        return math.copysign(math.inf, x)
 
 
 class Msg:
