@@ -210,6 +210,28 @@ def test_s_conn_7_bad_password_raises_security_exception(
     assert _broker_connection_count(b) == 0
 
 
+def test_s_conn_7_bad_password_on_create_context(
+    make_broker: Callable[..., EmbeddedBroker],
+) -> None:
+    """S-CONN-7, CONN-03, CONN-02: create_context() with a rejected password raises
+    JMSSecurityRuntimeException (also a JMSSecurityException) and leaves no connection;
+    credentials passed to create_context() win over the factory's."""
+    from ternmq.errors import JMSSecurityRuntimeException
+
+    b = make_broker(users={"app": "secret"})
+    f = ConnectionFactory(b.url, user="app", password="wrong")
+    with pytest.raises(JMSSecurityRuntimeException) as ei:
+        f.create_context(user="app", password="wrong")
+    assert isinstance(ei.value, JMSSecurityException)
+    with pytest.raises(JMSSecurityRuntimeException):
+        f.create_context()
+    assert _broker_connection_count(b) == 0
+    with f.create_context(user="app", password="secret") as ctx:
+        assert _broker_connection_count(b) == 1
+        ctx.create_producer().send(Q, "through a context")
+    assert _browse(ConnectionFactory(b.url, user="app", password="secret")) == ["through a context"]
+
+
 def test_conn_04_unreachable_broker_names_the_address() -> None:
     """CONN-04 (address part, transport-independent): a factory whose broker cannot be
     reached makes create_connection() raise JMSException naming the address tried. The
