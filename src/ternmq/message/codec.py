@@ -547,17 +547,39 @@ class _Decoding:
                 _body_type(kind, limits),
             ]
             self.heads[MAGIC + lead[2:].encode()] = (kind, msgspec.msgpack.Decoder(wire))
-        self.plans: dict[bytes, _Plan] = {}
+        # None: the specialised decoder failed its check; stay generic for that key.
+        self.plans: dict[bytes, _Plan | None] = {}
         self.seen: set[int] = set()
-        self._specialise(b"\x80", {})
+        self._specialise(b"\x80", {}, None, {})
 
-    def _specialise(self, key: bytes, types: dict[str, T]) -> None:
+    def _specialise(
+        self, key: bytes, types: dict[str, T], raw: msgspec.Raw | None, expected: dict[str, Any]
+    ) -> None:
+        """Make (and check) the specialised decoder for the property-types map ``key``."""
+        # msgspec 0.22 matches TypedDict keys against the UTF-8 form that CPython caches on
+        # a str, which a non-ASCII name built at run time lacks until something asks for
+        # it; encoding the names once fills that cache.
+        _ENCODER.encode(list(types))
         fields = {name: _PROP_VALUE_TYPE[tag] for name, tag in types.items()}
+        decoder: msgspec.msgpack.Decoder[dict[str, Any]]
         decoder = msgspec.msgpack.Decoder(_typed_dict("_Properties", fields))
-        floats = tuple(name for name, tag in types.items() if tag is T.FLOAT)
+        plan: _Plan | None = (
+            decoder,
+            types,
+            _map_header(len(types)),
+            tuple(name for name, tag in types.items() if tag is T.FLOAT),
+        )
+        if raw is not None:
+            # Use it only if it decodes what the generic path just accepted identically.
+            try:
+                ok = _ENCODER.encode(decoder.decode(raw)) == _ENCODER.encode(expected)
+            except msgspec.DecodeError:
+                ok = False
+            if not ok:
+                plan = None
         if len(self.plans) >= _PLANS_SIZE:
             self.plans.clear()
-        self.plans[key] = (decoder, types, _map_header(len(types)), floats)
+        self.plans[key] = plan
 
     def properties(
         self, kind: int, key: bytes, raw: msgspec.Raw
@@ -571,10 +593,10 @@ class _Decoding:
         except msgspec.DecodeError as exc:
             raise _bad(kind, f"properties: {exc}") from None
         _check_properties(kind, props, types)
-        if len(key) <= _PLAN_KEY_MAX:
+        if len(key) <= _PLAN_KEY_MAX and key not in self.plans:
             seen = hash(key)
             if seen in self.seen:
-                self._specialise(key, dict(types))
+                self._specialise(key, dict(types), raw, props)
             else:
                 if len(self.seen) >= _SEEN_SIZE:
                     self.seen.clear()
