@@ -299,7 +299,7 @@ def test_sel_17_signed_literals() -> None:
 @pytest.mark.parametrize(
     ("bad", "pos"),
     [
-        ("a == 1", 3),
+        ("a == 1", 2),
         ("a != 1", 2),
         ("a = 1; b = 2", 5),
         ("a = 1 % 2", 6),
@@ -315,6 +315,12 @@ def test_sel_17_signed_literals() -> None:
 def test_sel_18_other_symbols_invalid(bad: str, pos: int) -> None:
     """SEL-18, A-19: only ( ) , = <> < <= > >= + - * / are symbols; no SQL comments."""
     assert _invalid(bad).position == pos
+
+
+def test_sel_18_hints_for_foreign_operators() -> None:
+    """SEL-18, SEL-07: '==' and '!=' get a hint naming the JMS operator."""
+    assert "use '='" in str(_invalid("a == 1"))
+    assert "use '=' or '<>'" in str(_invalid("a != 1"))
 
 
 def test_sel_18_double_minus_is_not_a_comment() -> None:

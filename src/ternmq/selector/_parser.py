@@ -429,4 +429,8 @@ class _Parser:
             self.take()
             self.depth -= 1
             return node
-        raise self.unexpected(tok, "an operand (identifier, literal, TRUE, FALSE or '(')")
+        expected = "an operand (identifier, literal, TRUE, FALSE or '(')"
+        prev = self.tokens[self.i - 2] if self.i >= 2 else None
+        if tok.text == "=" and prev is not None and prev.text == "=" and prev.pos + 1 == tok.pos:
+            raise invalid(self.text, prev.pos, "'==' is not an operator; use '=' to compare")
+        raise self.unexpected(tok, expected)
