@@ -53,7 +53,7 @@ def edge_ints(low: int, high: int) -> st.SearchStrategy[int]:
 # U+0000, the BMP's last character and characters outside the BMP made likely.
 texts = st.text(
     alphabet=st.one_of(
-        st.characters(blacklist_categories=("Cs",)),
+        st.characters(exclude_categories=["Cs"]),
         st.sampled_from(["\x00", "\uffff", "\U0001f600", "\U0010ffff", "é", "'", '"']),
     ),
     max_size=40,
@@ -72,7 +72,7 @@ floats32 = st.one_of(
 )
 chars = st.one_of(
     st.sampled_from(["\x00", "\uffff", "a", "\ud7ff", "\ue000"]),
-    st.characters(max_codepoint=0xFFFF, blacklist_categories=("Cs",)),
+    st.characters(max_codepoint=0xFFFF, exclude_categories=["Cs"]),
 )
 octets = st.binary(max_size=64)
 
@@ -211,14 +211,11 @@ def same_value(a: object, b: object) -> bool:
     """Identical values: same Python type, and floats equal bit for bit (NaN, -0.0)."""
     if type(a) is not type(b):
         return False
-    if isinstance(a, float):
-        return struct.pack("<d", a) == struct.pack("<d", b)  # type: ignore[arg-type]
-    if isinstance(a, tuple):
-        return len(a) == len(b) and all(map(same_value, a, b))  # type: ignore[arg-type]
-    if isinstance(a, list):
-        return len(a) == len(b) and all(map(same_value, a, b))  # type: ignore[arg-type]
-    if isinstance(a, dict):
-        assert isinstance(b, dict)
+    if isinstance(a, float) and isinstance(b, float):
+        return struct.pack("<d", a) == struct.pack("<d", b)
+    if isinstance(a, tuple | list) and isinstance(b, tuple | list):
+        return len(a) == len(b) and all(map(same_value, a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
     if isinstance(a, Destination):
         return a == b and str(a) == str(b)

@@ -573,7 +573,7 @@ class _Decoding:
             # Use it only if it decodes what the generic path just accepted identically.
             try:
                 ok = _ENCODER.encode(decoder.decode(raw)) == _ENCODER.encode(expected)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, UnicodeDecodeError):
                 ok = False
             if not ok:
                 plan = None
@@ -590,7 +590,7 @@ class _Decoding:
             props = self.props_decoder.decode(raw)
         except msgspec.ValidationError as exc:
             raise _translate_properties(exc, kind, self.limits) from None
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # invalid UTF-8: the latter
             raise _bad(kind, f"properties: {exc}") from None
         _check_properties(kind, props, types)
         if len(key) <= _PLAN_KEY_MAX and key not in self.plans:
@@ -768,11 +768,16 @@ def _bad_lead(data: bytes | memoryview) -> MessageDecodeError:
             f"not {MAGIC.hex(' ')} (a MessagePack array whose first element is 'TQ…')"
         )
     version, letter = m.group(1), m.group(2)
-    if version != str(FORMAT_VERSION).encode() or head[0] != MAGIC[0]:
+    if version != str(FORMAT_VERSION).encode():
         return MessageDecodeError(
             f"unsupported message encoding version {version.decode('latin-1')!r}: this "
             f"ternmq reads version {FORMAT_VERSION} only; upgrade the reader or have the "
             f"writer use version {FORMAT_VERSION}"
+        )
+    if head[0] != MAGIC[0]:
+        return MessageDecodeError(
+            f"malformed message encoding: a version-{FORMAT_VERSION} message is an array of "
+            "15 elements"
         )
     return MessageDecodeError(
         f"unknown body kind {letter.decode('latin-1')!r} in the message encoding "
@@ -831,7 +836,7 @@ def decode_message(
          delivery_time, priority, props_raw, types_raw, body) = decoder.decode(data)  # fmt: skip
     except msgspec.ValidationError as exc:
         raise _translate(exc, kind, limits) from None
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # invalid UTF-8: the latter
         raise MessageDecodeError(
             f"malformed {_KIND_NAMES[kind]} encoding: {exc}", linked_exception=exc
         ) from None
@@ -844,7 +849,7 @@ def decode_message(
             props = plan[0].decode(props_raw)
         except msgspec.ValidationError as exc:
             raise _translate_properties(exc, kind, limits) from None
-        except msgspec.DecodeError as exc:  # pragma: no cover - the array decode checked it
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
             raise _bad(kind, f"properties: {exc}") from None
         if plan[3]:
             _check_float_properties(kind, props, plan[3])
