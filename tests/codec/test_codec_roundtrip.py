@@ -56,15 +56,23 @@ def roundtrip(msg: Message) -> Message:
 @given(messages())
 def test_hdr_02_prop_01_body_02_every_message_round_trips_unchanged(msg: Message) -> None:
     """HDR-02, PROP-01, PROP-30, BODY-02: every content slot arrives identical (same Python
-    types, floats bit for bit), in the received state; decoding is repeatable (the
-    specialised property decoder agrees with the generic one) and re-encoding the decoded
-    message gives the same octets."""
+    types, floats bit for bit), in the received state (every slot as ``_freeze()`` leaves a
+    copy of the sent message); decoding is repeatable (the specialised property decoder
+    agrees with the generic one) and re-encoding the decoded message gives the same octets."""
     data = encode_message(msg)
+    received = msg._copy()
+    received._freeze()
     for _ in range(3):  # generic, then specialised property decoding
         back = decode_message(data)
         assert type(back) is type(msg)
         assert content_differences(msg, back) == []
         assert_received_state(back)
+        # exactly what _freeze() leaves, state slots included
+        assert [
+            s
+            for s in all_slots(type(msg))
+            if not same_value(getattr(received, s), getattr(back, s))
+        ] == []
         assert encode_message(back) == data
 
 

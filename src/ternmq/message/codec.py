@@ -25,14 +25,19 @@ Theory of operation
 -------------------
 The encoder trusts the model's invariants (its setters validate), hands the private slots
 to a :class:`msgspec.msgpack.Encoder` almost unchanged and checks the limits. The decoder
-trusts nothing: one typed :class:`msgspec.msgpack.Decoder` per body kind and per
+trusts nothing. One typed :class:`msgspec.msgpack.Decoder` per body kind and per
 :class:`CodecLimits`, chosen by the six leading octets, checks structure, types, ranges and
-container sizes in C before anything large is built; Python then checks what msgspec cannot
-(property types against values, binary32 floats, destination names) and assembles the
-message with ``cls.__new__`` and direct slot assignment, without the validating setters.
-Every failure of the input raises :class:`MessageDecodeError` (or its subclass
-:class:`CodecLimitError`), a ``MessageFormatException``; no msgspec or Python exception
-escapes. Property and map names are not re-checked as selector identifiers.
+container sizes in C before anything large is built, leaving the two property maps raw.
+The property-types map then picks how the properties are decoded: generically with the
+checks in Python the first time a set of names and types is seen, and from the second time
+on by a decoder specialised to that set (a TypedDict), which checks every value in C; both
+paths accept the same inputs. Python checks what msgspec cannot (binary32 floats,
+destination names) and assembles the message with ``cls.__new__`` and direct slot
+assignment, without the validating setters. Every failure of the input raises
+:class:`MessageDecodeError` (or its subclass :class:`CodecLimitError`), a
+``MessageFormatException``; no msgspec or Python exception escapes. Two leniencies: an
+integer where a float or double is expected is read as the equal float (msgspec's rule),
+and property and map names are not re-checked as selector identifiers.
 
 Pure module: no I/O, threads, clocks or logging.
 """
@@ -276,8 +281,6 @@ _FIELDS: Final = (
     "property types",
     "body",
 )
-_I_PROPERTIES: Final = 12
-_I_TYPES: Final = 13
 _I_BODY: Final = 14
 
 # --------------------------------------------------------------------------- encoding
@@ -485,7 +488,6 @@ _NARROW_RANGE: Final[dict[T, tuple[int, int]]] = {
     T.INT: (-(2**31), 2**31 - 1),
 }
 _T_FLOAT: Final = T.FLOAT
-_T_DOUBLE: Final = T.DOUBLE
 
 # A specialised property decoder: (decoder of the properties map as a TypedDict with one key
 # per name, the name -> type dict to copy, the map's MessagePack header, FLOAT names).
