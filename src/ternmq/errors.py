@@ -217,7 +217,11 @@ def to_runtime(exc: JMSException) -> JMSRuntimeException:
     """
     if isinstance(exc, JMSRuntimeException):
         return exc
-    twin = _RUNTIME_TWINS.get(type(exc))
+    twin = None
+    for cls in type(exc).__mro__:  # a subclass of a checked type gets its parent's twin
+        twin = _RUNTIME_TWINS.get(cls)
+        if twin is not None:
+            break
     if twin is None:
         return JMSRuntimeException(str(exc), exc.error_code, exc)
     if twin is InvalidSelectorRuntimeException and isinstance(exc, InvalidSelectorException):
