@@ -1,0 +1,1403 @@
+"""The simplified API: ``JMSContext``, ``JMSProducer``, ``JMSConsumer`` (JMS 2.0 §11.2;
+catalog CTX).
+
+Theory of operation
+-------------------
+A context is a thin façade over the classic objects (STYLE rule 3): one
+:class:`~ternmq.client.connection.Connection` (shared by every context made from it with
+:meth:`JMSContext.create_context`) plus one :class:`~ternmq.client.session.Session` of its own.
+Every semantic rule — acknowledgement, transactions, listener serialisation, close ordering,
+asynchronous sends — is the classic objects' rule; this module only adds what JMS 2.0 gives the
+simplified API and the classic API lacks:
+
+* **Runtime flavours** (EXC-03, CTX-25). Every public method is wrapped by
+  :func:`~ternmq.errors.runtime_api`, so a checked ``X`` leaves as ``XRuntimeException``.
+* **Shared connection, counted** (CTX-03, CTX-04). :class:`_SharedConnection` counts the open
+  contexts of a connection; closing the last one closes the connection, which deletes its
+  temporary destinations (TMP-05).
+* **Client id as the first action** (CTX-07, A-23). A context is a small state machine
+  (:data:`_TRANSITIONS`): ``FRESH`` (made by ``ConnectionFactory.create_context``, nothing done
+  yet) -> ``IN_USE`` (any call or attribute assignment but ``client_id = ...``) -> ``CLOSED``.
+  The session is created lazily on the first call that needs it, so that a fresh context's
+  connection still accepts a client id.
+* **Auto-start** (CTX-08, A-06): each consumer-creating call starts the connection while
+  ``auto_start`` is true.
+* **receive_body** (CTX-35, CTX-36). The session's single hand-over path
+  (``Session._hand_over``: buffer -> application) is wrapped once per context. When the thread
+  is inside ``receive_body(cls)``, the wrapper checks the body there: in a transacted or
+  CLIENT_ACKNOWLEDGE context the message already counts as delivered and unacknowledged (the
+  classic path put it there), so the check simply raises; in AUTO/DUPS_OK the delivery goes
+  back to the head of the consumer's buffer *before* the automatic acknowledgement, so it is
+  handed over again next with unchanged redelivery markers. The same wrapper routes
+  ``message.acknowledge()`` on a message from a closed context to
+  ``IllegalStateRuntimeException`` (CTX-06).
+* **Producer settings** (CTX-26..CTX-33). A :class:`JMSProducer` holds its settings and a
+  template message for properties and headers; all producers of a context send through one
+  anonymous classic ``MessageProducer`` with per-send overrides.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, TypeVar
+
+from ternmq.client.consumer import MessageConsumer, QueueBrowser
+from ternmq.client.producer import (
+    CompletionListener,
+    MessageProducer,
+    _check_mode,
+    _check_priority,
+    _check_seconds,
+)
+from ternmq.client.session import Session
+from ternmq.destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
+from ternmq.errors import (
+    IllegalStateException,
+    IllegalStateRuntimeException,
+    InvalidDestinationRuntimeException,
+    JMSException,
+    JMSRuntimeException,
+    MessageFormatException,
+    MessageFormatRuntimeException,
+    runtime_api,
+    to_runtime,
+)
+from ternmq.message import (
+    BytesMessage,
+    MapMessage,
+    Message,
+    ObjectMessage,
+    StreamMessage,
+    TextMessage,
+)
+
+if TYPE_CHECKING:
+    from ternmq.client.connection import Connection, ConnectionFactory, ConnectionMetaData
+    from ternmq.protocol import commands as c
+
+__all__ = ["JMSConsumer", "JMSContext", "JMSProducer"]
+
+ExceptionListener = Callable[[JMSRuntimeException], object]
+MessageListener = Callable[[Message], object]
+
+_T = TypeVar("_T")
+
+_MODES = (
+    Session.SESSION_TRANSACTED,
+    Session.AUTO_ACKNOWLEDGE,
+    Session.CLIENT_ACKNOWLEDGE,
+    Session.DUPS_OK_ACKNOWLEDGE,
+)
+
+
+def _check_session_mode(mode: object) -> int:
+    """Return ``mode`` if it is one of the four JMS session modes (A-15)."""
+    if isinstance(mode, bool) or not isinstance(mode, int) or mode not in _MODES:
+        raise JMSRuntimeException(
+            f"invalid session mode {mode!r}: use JMSContext.SESSION_TRANSACTED (0), "
+            "AUTO_ACKNOWLEDGE (1), CLIENT_ACKNOWLEDGE (2) or DUPS_OK_ACKNOWLEDGE (3)"
+        )
+    return mode
+
+
+class _State(enum.Enum):
+    FRESH = "fresh"  # made by ConnectionFactory.create_context, nothing done yet
+    IN_USE = "in use"
+    CLOSED = "closed"
+
+
+# Legal state changes of a context (STYLE rule 2). "act" is any call or attribute assignment
+# other than setting the client id; a pair not listed is refused with
+# IllegalStateRuntimeException.
+_TRANSITIONS: dict[tuple[_State, str], _State] = {
+    (_State.FRESH, "act"): _State.IN_USE,
+    (_State.IN_USE, "act"): _State.IN_USE,
+    (_State.FRESH, "set_client_id"): _State.IN_USE,
+    (_State.FRESH, "close"): _State.CLOSED,
+    (_State.IN_USE, "close"): _State.CLOSED,
+    (_State.CLOSED, "close"): _State.CLOSED,
+}
+
+
+class _SharedConnection:
+    """The connection behind one or more sibling contexts, with their count (CTX-03, CTX-04)."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.lock = threading.Lock()
+        self.open_contexts = 1
+        self.exception_listener: ExceptionListener | None = None
+
+    def acquire(self) -> None:
+        with self.lock:
+            if self.open_contexts == 0:
+                raise IllegalStateRuntimeException("the connection of this context is closed")
+            self.open_contexts += 1
+
+    def release(self) -> bool:
+        """Count one context less; True when it was the last one."""
+        with self.lock:
+            self.open_contexts -= 1
+            return self.open_contexts == 0
+
+    def relay(self, exc: JMSException) -> None:
+        """The connection's exception listener: pass the runtime flavour on (CTX-10, A-25)."""
+        listener = self.exception_listener
+        if listener is not None:
+            listener(to_runtime(exc))
+
+
+class _BodyRequest:
+    """What a thread inside ``receive_body`` wants from the hand-over."""
+
+    __slots__ = ("body", "cls", "consumer")
+
+    def __init__(self, consumer: MessageConsumer, cls: type[object]) -> None:
+        self.consumer = consumer
+        self.cls = cls
+        self.body: object = None
+
+
+class JMSContext:
+    """One connection and one session, for the simplified API (JMS 2.0 §11.2, CTX).
+
+    Create it with :meth:`ConnectionFactory.create_context` or :meth:`create_context`; use it
+    as a context manager. Every method raises only runtime exceptions
+    (``JMSRuntimeException`` and its subclasses, each also an instance of its classic twin);
+    Python argument errors stay ``ValueError`` / ``TypeError``.
+    """
+
+    SESSION_TRANSACTED = Session.SESSION_TRANSACTED
+    AUTO_ACKNOWLEDGE = Session.AUTO_ACKNOWLEDGE
+    CLIENT_ACKNOWLEDGE = Session.CLIENT_ACKNOWLEDGE
+    DUPS_OK_ACKNOWLEDGE = Session.DUPS_OK_ACKNOWLEDGE
+
+    def __init__(self, shared: _SharedConnection, session_mode: int, fresh: bool) -> None:
+        """Internal: use :meth:`ConnectionFactory.create_context` or :meth:`create_context`."""
+        self._shared = shared
+        self._mode = session_mode
+        self._state = _State.FRESH if fresh else _State.IN_USE
+        self._lock = threading.RLock()
+        self._close_lock = threading.Lock()
+        self._session: Session | None = None
+        self._producer: MessageProducer | None = None
+        self._send_lock = threading.RLock()
+        self._auto_start = True
+        self._body_requests = threading.local()
+
+    @classmethod
+    def _create(
+        cls,
+        factory: ConnectionFactory,
+        user: str | None,
+        password: str | None,
+        session_mode: int,
+    ) -> JMSContext:
+        """Open a connection for a new context (``ConnectionFactory.create_context``).
+
+        Raises:
+            JMSRuntimeException: an invalid session mode, or the broker cannot be reached.
+            JMSSecurityRuntimeException: bad credentials.
+        """
+        mode = _check_session_mode(session_mode)
+        try:
+            connection = factory.create_connection(user, password)
+        except JMSException as exc:
+            raise to_runtime(exc) from exc
+        return cls(_SharedConnection(connection), mode, fresh=True)
+
+    # ---- state ---------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._state is _State.CLOSED:
+            raise IllegalStateRuntimeException("the JMSContext is closed")
+        self._shared.connection._check_open()
+
+    def _transition(self, event: str) -> None:
+        with self._lock:
+            nxt = _TRANSITIONS.get((self._state, event))
+            if nxt is None:
+                if self._state is _State.CLOSED:
+                    raise IllegalStateRuntimeException("the JMSContext is closed")
+                raise IllegalStateRuntimeException(
+                    "the client id of a JMSContext can only be set as the very first action "
+                    "on a context made by ConnectionFactory.create_context (configure it on "
+                    "the factory, or set it before anything else)"
+                )
+            self._state = nxt
+
+    def _act(self) -> None:
+        """Check the context is open and record that it has been used (A-23)."""
+        self._check_open()
+        self._transition("act")
+
+    def _use(self) -> Session:
+        """``_act`` and return the session, creating it on first use."""
+        self._act()
+        with self._lock:
+            session = self._session
+            if session is None:
+                session = self._shared.connection.create_session(self._mode)
+                self._install_hand_over(session)
+                self._session = session
+            return session
+
+    def _install_hand_over(self, session: Session) -> None:
+        """Wrap the session's one hand-over path (see the module docstring)."""
+        original = session._hand_over
+
+        def hand_over(consumer: MessageConsumer, d: c.Deliver) -> Message | None:
+            msg = original(consumer, d)
+            if msg is None:
+                return None
+            ack = msg._ack_hook
+            if ack is not None:
+                msg._ack_hook = self._wrap_acknowledge(ack)
+            request: _BodyRequest | None = getattr(self._body_requests, "request", None)
+            if request is not None and request.consumer is consumer:
+                self._take_body(session, consumer, d, msg, request)
+            return msg
+
+        session._hand_over = hand_over  # type: ignore[method-assign]
+
+    def _take_body(
+        self,
+        session: Session,
+        consumer: MessageConsumer,
+        d: c.Deliver,
+        msg: Message,
+        request: _BodyRequest,
+    ) -> None:
+        """Check and extract the body for ``receive_body`` (CTX-35, CTX-36)."""
+        cls = request.cls
+        try:
+            body = msg.get_body(cls)
+            problem = None if body is not None else "it has no body"
+        except MessageFormatException as exc:
+            body, problem = None, str(exc)
+        if problem is None:
+            request.body = body
+            return
+        if self._mode in (self.AUTO_ACKNOWLEDGE, self.DUPS_OK_ACKNOWLEDGE):
+            # Not consumed: back to the head of the buffer before the automatic
+            # acknowledgement, so it comes next with unchanged markers (CTX-36, HDR-28).
+            with session._cond:
+                if not consumer._closed:
+                    consumer._buffer.appendleft(d)
+                    if consumer._prefetch:
+                        consumer._consumed -= 1  # its credit was returned by the hand-over
+        raise MessageFormatRuntimeException(
+            f"receive_body({cls.__name__}): the next {type(msg).__name__} cannot be returned "
+            f"as {cls.__name__}: {problem}; use receive() to get the message itself"
+        )
+
+    def _wrap_acknowledge(self, ack: Callable[[], None]) -> Callable[[], None]:
+        def acknowledge() -> None:
+            if self._state is _State.CLOSED:
+                raise IllegalStateRuntimeException(
+                    "cannot acknowledge: the JMSContext that received this message is closed"
+                )
+            try:
+                ack()
+            except IllegalStateException as exc:
+                raise to_runtime(exc) from exc
+
+        return acknowledge
+
+    # ---- attributes ------------------------------------------------------------------------
+    @property
+    @runtime_api
+    def session_mode(self) -> int:
+        """The session mode given at creation (CTX-02).
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+        """
+        self._check_open()
+        return self._mode
+
+    @property
+    @runtime_api
+    def transacted(self) -> bool:
+        """True exactly when the mode is ``SESSION_TRANSACTED`` (CTX-02).
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+        """
+        self._check_open()
+        return self._mode == self.SESSION_TRANSACTED
+
+    @property
+    @runtime_api
+    def client_id(self) -> str | None:
+        """The connection's client id, or None (CTX-07). Reading it (like reading any other
+        attribute) is not an action.
+
+        Setting it is allowed only as the first action on a context made by
+        ``ConnectionFactory.create_context``.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed; or, when setting, it is not
+                the first action, the context was made by ``create_context``, or the id was
+                configured on the factory.
+            InvalidClientIDRuntimeException: the id is invalid or used by another connection.
+        """
+        self._check_open()
+        return self._shared.connection.client_id
+
+    @client_id.setter
+    @runtime_api
+    def client_id(self, value: str) -> None:
+        self._check_open()
+        with self._lock:
+            if (self._state, "set_client_id") not in _TRANSITIONS:
+                self._transition("set_client_id")  # raises, naming the rule
+            # A refused id (duplicate, invalid) leaves the context fresh: try another one.
+            self._shared.connection.client_id = value
+            self._transition("set_client_id")
+
+    @property
+    @runtime_api
+    def auto_start(self) -> bool:
+        """Whether consumer-creating calls start the connection (default True, CTX-08).
+
+        Assigning it neither starts nor stops anything.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+        """
+        self._check_open()
+        return self._auto_start
+
+    @auto_start.setter
+    @runtime_api
+    def auto_start(self, value: bool) -> None:
+        self._act()
+        self._auto_start = bool(value)
+
+    @property
+    @runtime_api
+    def exception_listener(self) -> ExceptionListener | None:
+        """The connection's exception listener, shared with sibling contexts (CTX-10).
+
+        It is called on its own thread, one call at a time, with a ``JMSRuntimeException``
+        for failures that could not be raised from an API call.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+        """
+        self._check_open()
+        return self._shared.exception_listener
+
+    @exception_listener.setter
+    @runtime_api
+    def exception_listener(self, listener: ExceptionListener | None) -> None:
+        self._act()
+        if listener is not None and not callable(listener):
+            raise TypeError("exception_listener must be callable or None")
+        shared = self._shared
+        shared.exception_listener = listener
+        shared.connection.exception_listener = None if listener is None else shared.relay
+
+    @property
+    @runtime_api
+    def metadata(self) -> ConnectionMetaData:
+        """The connection's metadata (CTX-11).
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+        """
+        self._check_open()
+        return self._shared.connection.metadata
+
+    # ---- connection life cycle ------------------------------------------------------------------
+    @runtime_api
+    def start(self) -> None:
+        """Start (or resume) delivery on the shared connection; repeated calls are ignored
+        (CTX-09).
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+        """
+        self._act()
+        self._shared.connection.start()
+
+    @runtime_api
+    def stop(self) -> None:
+        """Pause delivery on the shared connection; returns once no listener of the
+        connection runs (CTX-09). Sending still works.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed, or called from a message
+                listener of any context of this connection (CTX-22).
+        """
+        self._act()
+        self._shared.connection.stop()
+
+    @runtime_api
+    def close(self) -> None:
+        """Close the context (CTX-04, CTX-05).
+
+        Closes its session (rolling back a transaction, not acknowledging CLIENT messages,
+        closing its consumers and browsers) after its running listeners, pending receives and
+        asynchronous sends have finished; closes the connection when no other context shares
+        it, which deletes its temporary destinations. A second call does nothing.
+
+        Raises:
+            IllegalStateRuntimeException: called from a message listener or a completion
+                listener of this context (CTX-22, CTX-23).
+        """
+        session = self._session
+        if session is not None:
+            # Refuse before taking the lock: the closing thread may be waiting for this very
+            # callback to return.
+            me = threading.get_ident()
+            if me == session._listener_ident:
+                raise IllegalStateRuntimeException(
+                    "a JMSContext cannot be closed from one of its own message listeners "
+                    "(hand the close to another thread)"
+                )
+            if me == session._completion_ident:
+                raise IllegalStateRuntimeException(
+                    "a JMSContext cannot be closed from a completion listener of its own sends"
+                )
+        with self._close_lock:
+            with self._lock:
+                if self._state is _State.CLOSED:
+                    return
+                session = self._session
+            if session is not None:
+                session.close()
+            with self._lock:
+                self._transition("close")
+            if self._shared.release():
+                self._shared.connection.close()
+
+    def __enter__(self) -> JMSContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @runtime_api
+    def create_context(self, session_mode: int = AUTO_ACKNOWLEDGE) -> JMSContext:
+        """A new context with its own session on this context's connection (CTX-03).
+
+        It shares the client id, started state, exception listener and metadata, and
+        does not start the connection. May be called from any thread.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            JMSRuntimeException: an invalid session mode.
+        """
+        mode = _check_session_mode(session_mode)
+        self._act()
+        self._shared.acquire()
+        sibling = JMSContext(self._shared, mode, fresh=False)
+        try:
+            sibling._use()
+        except BaseException:
+            sibling._state = _State.CLOSED
+            if self._shared.release():
+                self._shared.connection.close()
+            raise
+        return sibling
+
+    # ---- session-level members ---------------------------------------------------------------
+    @runtime_api
+    def commit(self) -> None:
+        """Commit the transaction, after incomplete asynchronous sends (CTX-12).
+
+        Raises:
+            IllegalStateRuntimeException: not transacted, closed, or called from a completion
+                listener of this context.
+            TransactionRolledBackRuntimeException: the transaction was rolled back instead.
+        """
+        self._use().commit()
+
+    @runtime_api
+    def rollback(self) -> None:
+        """Roll the transaction back, after incomplete asynchronous sends (CTX-12).
+
+        Raises:
+            IllegalStateRuntimeException: not transacted, closed, or called from a completion
+                listener of this context.
+        """
+        self._use().rollback()
+
+    @runtime_api
+    def recover(self) -> None:
+        """Redeliver every delivered but unacknowledged message, oldest first (CTX-13).
+
+        Raises:
+            IllegalStateRuntimeException: the context is transacted or closed.
+        """
+        self._use().recover()
+
+    @runtime_api
+    def acknowledge(self) -> None:
+        """Acknowledge every message the context's session has consumed (CLIENT_ACKNOWLEDGE);
+        does nothing in the other modes (CTX-14).
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+        """
+        self._use().acknowledge()
+
+    # ---- message factories (CTX-15) ----------------------------------------------------------
+    @runtime_api
+    def create_message(self) -> Message:
+        """A message with no body.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+        """
+        return self._use().create_message()
+
+    @runtime_api
+    def create_text_message(self, text: str | None = None) -> TextMessage:
+        """A TextMessage.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+        """
+        return self._use().create_text_message(text)
+
+    @runtime_api
+    def create_bytes_message(self) -> BytesMessage:
+        """A BytesMessage (write-only until ``reset()``).
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+        """
+        return self._use().create_bytes_message()
+
+    @runtime_api
+    def create_map_message(self) -> MapMessage:
+        """A MapMessage.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+        """
+        return self._use().create_map_message()
+
+    @runtime_api
+    def create_stream_message(self) -> StreamMessage:
+        """A StreamMessage (write-only until ``reset()``).
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+        """
+        return self._use().create_stream_message()
+
+    @runtime_api
+    def create_object_message(self, obj: object = None) -> ObjectMessage:
+        """An ObjectMessage holding a pickled copy of ``obj``.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            MessageFormatRuntimeException: ``obj`` cannot be pickled.
+        """
+        return self._use().create_object_message(obj)
+
+    # ---- destinations (CTX-16) ---------------------------------------------------------------
+    @runtime_api
+    def create_queue(self, name: str) -> Queue:
+        """A reference to queue ``name``; creates nothing in the broker.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            InvalidDestinationRuntimeException: an invalid name.
+        """
+        return self._use().create_queue(name)
+
+    @runtime_api
+    def create_topic(self, name: str) -> Topic:
+        """A reference to topic ``name``; creates nothing in the broker.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            InvalidDestinationRuntimeException: an invalid name.
+        """
+        return self._use().create_topic(name)
+
+    @runtime_api
+    def create_temporary_queue(self) -> TemporaryQueue:
+        """A queue living as long as the shared connection (TMP-01).
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+        """
+        return self._use().create_temporary_queue()
+
+    @runtime_api
+    def create_temporary_topic(self) -> TemporaryTopic:
+        """A topic living as long as the shared connection (TMP-01).
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+        """
+        return self._use().create_temporary_topic()
+
+    # ---- producers, consumers, browsers ----------------------------------------------------------
+    @runtime_api
+    def create_producer(self) -> JMSProducer:
+        """A new producer with default settings; it never starts the connection (CTX-26).
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+        """
+        self._classic_producer()
+        return JMSProducer(self)
+
+    def _classic_producer(self) -> MessageProducer:
+        session = self._use()
+        with self._lock:
+            if self._producer is None:
+                self._producer = session.create_producer(None)
+            return self._producer
+
+    def _consumer(self, make: Callable[[Session], MessageConsumer]) -> JMSConsumer:
+        consumer = JMSConsumer(self, make(self._use()))
+        if self._auto_start:
+            self._shared.connection.start()  # CTX-08: also after an explicit stop()
+        return consumer
+
+    @runtime_api
+    def create_consumer(
+        self,
+        destination: Destination,
+        message_selector: str | None = None,
+        no_local: bool = False,
+    ) -> JMSConsumer:
+        """A consumer of a queue, or of a new non-durable subscription on a topic (CTX-17).
+        Starts the connection when ``auto_start`` is true.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            InvalidDestinationRuntimeException: None, not a destination, deleted, or another
+                connection's temporary destination.
+            InvalidSelectorRuntimeException: a malformed selector.
+        """
+        return self._consumer(lambda s: s.create_consumer(destination, message_selector, no_local))
+
+    @runtime_api
+    def create_durable_consumer(
+        self,
+        topic: Topic,
+        name: str,
+        message_selector: str | None = None,
+        no_local: bool = False,
+    ) -> JMSConsumer:
+        """A consumer of the unshared durable subscription ``name`` (CTX-18).
+        Starts the connection when ``auto_start`` is true.
+
+        Raises:
+            IllegalStateRuntimeException: no client id is set, or the context is closed.
+            InvalidDestinationRuntimeException: not a non-temporary topic, or a bad name.
+            InvalidSelectorRuntimeException: a malformed selector.
+            JMSRuntimeException: the subscription is in use or conflicts with another one.
+        """
+        return self._consumer(
+            lambda s: s.create_durable_consumer(topic, name, message_selector, no_local)
+        )
+
+    @runtime_api
+    def create_shared_consumer(
+        self, topic: Topic, name: str, message_selector: str | None = None
+    ) -> JMSConsumer:
+        """A consumer of the shared non-durable subscription ``name`` (CTX-18).
+        Starts the connection when ``auto_start`` is true.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            InvalidDestinationRuntimeException: not a topic, or a bad name.
+            InvalidSelectorRuntimeException: a malformed selector.
+            JMSRuntimeException: the subscription conflicts with an existing one.
+        """
+        return self._consumer(lambda s: s.create_shared_consumer(topic, name, message_selector))
+
+    @runtime_api
+    def create_shared_durable_consumer(
+        self, topic: Topic, name: str, message_selector: str | None = None
+    ) -> JMSConsumer:
+        """A consumer of the shared durable subscription ``name`` (CTX-18).
+        Starts the connection when ``auto_start`` is true.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            InvalidDestinationRuntimeException: not a non-temporary topic, or a bad name.
+            InvalidSelectorRuntimeException: a malformed selector.
+            JMSRuntimeException: the subscription conflicts with an existing one.
+        """
+        return self._consumer(
+            lambda s: s.create_shared_durable_consumer(topic, name, message_selector)
+        )
+
+    @runtime_api
+    def create_browser(self, queue: Queue, message_selector: str | None = None) -> QueueBrowser:
+        """A browser over ``queue`` (CTX-19, PTP-08..PTP-14); it never starts the connection.
+        The browser raises runtime flavours too.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            InvalidDestinationRuntimeException: None or not a queue.
+            InvalidSelectorRuntimeException: a malformed selector.
+        """
+        browser = self._use().create_browser(queue, message_selector)
+        browser.__class__ = _ContextQueueBrowser
+        return browser
+
+    @runtime_api
+    def unsubscribe(self, name: str) -> None:
+        """Delete the durable subscription ``name`` of this client id (CTX-20, SUB-27..31).
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed, or the subscription has an
+                active consumer or unacknowledged messages in this context.
+            InvalidDestinationRuntimeException: no such subscription.
+        """
+        self._use().unsubscribe(name)
+
+    # ---- receive_body (CTX-35, CTX-36) ---------------------------------------------------------
+    def _receive_body(
+        self, consumer: MessageConsumer, cls: type[_T], timeout: float | None
+    ) -> _T | None:
+        if not isinstance(cls, type):
+            raise TypeError(f"receive_body needs a class such as str or object, not {cls!r}")
+        request = _BodyRequest(consumer, cls)
+        self._body_requests.request = request
+        try:
+            msg = consumer.receive(timeout)
+        finally:
+            self._body_requests.request = None
+        return None if msg is None else request.body  # type: ignore[return-value]
+
+    def __repr__(self) -> str:
+        return f"<JMSContext mode={self._mode} {self._state.value}>"
+
+
+class JMSProducer:
+    """Sends messages for a :class:`JMSContext` (JMS 2.0 §11.2.4; CTX-26..CTX-33).
+
+    Made by :meth:`JMSContext.create_producer`; cheap, with no destination and no ``close()``.
+    Every setter returns the producer, and its value stays in force for later sends.
+    """
+
+    def __init__(self, context: JMSContext) -> None:
+        """Internal: use :meth:`JMSContext.create_producer`."""
+        self._context = context
+        self._delivery_mode = 2
+        self._priority = 4
+        self._time_to_live = 0.0
+        self._delivery_delay = 0.0
+        self._disable_id = False
+        self._disable_ts = False
+        self._listener: CompletionListener | None = None
+        # Properties and the correlation id, type and reply-to set on the producer; their
+        # checks and conversions are the Message ones (CTX-28, CTX-29).
+        self._template = Message()
+
+    def _check_open(self) -> None:
+        self._context._act()
+
+    # ---- settings (CTX-27) -------------------------------------------------------------------
+    @runtime_api
+    def set_delivery_mode(self, delivery_mode: int) -> JMSProducer:
+        """Use ``DeliveryMode.PERSISTENT`` (default) or ``NON_PERSISTENT``.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            JMSRuntimeException: any other value.
+        """
+        self._check_open()
+        self._delivery_mode = _check_mode(delivery_mode)
+        return self
+
+    @runtime_api
+    def get_delivery_mode(self) -> int:
+        """The delivery mode. Raises IllegalStateRuntimeException if the context is closed."""
+        self._check_open()
+        return self._delivery_mode
+
+    @runtime_api
+    def set_priority(self, priority: int) -> JMSProducer:
+        """Use ``priority`` (0..9, default 4).
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            JMSRuntimeException: not an int from 0 to 9.
+        """
+        self._check_open()
+        self._priority = _check_priority(priority)
+        return self
+
+    @runtime_api
+    def get_priority(self) -> int:
+        """The priority. Raises IllegalStateRuntimeException if the context is closed."""
+        self._check_open()
+        return self._priority
+
+    @runtime_api
+    def set_time_to_live(self, time_to_live: float) -> JMSProducer:
+        """Seconds a sent message lives; 0 (default) means forever.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            JMSRuntimeException: a negative or non-numeric value.
+        """
+        self._check_open()
+        self._time_to_live = _check_seconds("time_to_live", time_to_live)
+        return self
+
+    @runtime_api
+    def get_time_to_live(self) -> float:
+        """Time to live in seconds. Raises IllegalStateRuntimeException if the context is
+        closed."""
+        self._check_open()
+        return self._time_to_live
+
+    @runtime_api
+    def set_delivery_delay(self, delivery_delay: float) -> JMSProducer:
+        """Seconds before a sent message may be delivered (default 0).
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            JMSRuntimeException: a negative or non-numeric value.
+        """
+        self._check_open()
+        self._delivery_delay = _check_seconds("delivery_delay", delivery_delay)
+        return self
+
+    @runtime_api
+    def get_delivery_delay(self) -> float:
+        """Delivery delay in seconds. Raises IllegalStateRuntimeException if the context is
+        closed."""
+        self._check_open()
+        return self._delivery_delay
+
+    @runtime_api
+    def set_disable_message_id(self, value: bool) -> JMSProducer:
+        """When true, sent messages get no JMSMessageID.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+        """
+        self._check_open()
+        self._disable_id = bool(value)
+        return self
+
+    @runtime_api
+    def get_disable_message_id(self) -> bool:
+        """Whether message ids are disabled. Raises IllegalStateRuntimeException if the
+        context is closed."""
+        self._check_open()
+        return self._disable_id
+
+    @runtime_api
+    def set_disable_message_timestamp(self, value: bool) -> JMSProducer:
+        """When true, sent messages get JMSTimestamp 0.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+        """
+        self._check_open()
+        self._disable_ts = bool(value)
+        return self
+
+    @runtime_api
+    def get_disable_message_timestamp(self) -> bool:
+        """Whether timestamps are disabled. Raises IllegalStateRuntimeException if the
+        context is closed."""
+        self._check_open()
+        return self._disable_ts
+
+    @runtime_api
+    def set_async(self, completion_listener: CompletionListener | None) -> JMSProducer:
+        """Send asynchronously, reporting to ``completion_listener``; None restores
+        synchronous sends (CTX-32).
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            TypeError: the listener lacks ``on_completion`` / ``on_exception``.
+        """
+        self._check_open()
+        if completion_listener is not None and not (
+            callable(getattr(completion_listener, "on_completion", None))
+            and callable(getattr(completion_listener, "on_exception", None))
+        ):
+            raise TypeError("a completion listener needs on_completion() and on_exception()")
+        self._listener = completion_listener
+        return self
+
+    @runtime_api
+    def get_async(self) -> CompletionListener | None:
+        """The completion listener, or None for synchronous sends. Raises
+        IllegalStateRuntimeException if the context is closed."""
+        self._check_open()
+        return self._listener
+
+    # ---- properties (CTX-28, CTX-29) ---------------------------------------------------------
+    @runtime_api
+    def set_property(self, name: str, value: bool | int | float | str | None) -> JMSProducer:
+        """Set a property for every message sent: ``bool`` -> boolean, ``int`` -> long,
+        ``float`` -> double, ``str`` -> String, ``None`` -> null. It replaces a property of
+        the same name on a message passed to :meth:`send`.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            ValueError: the name is None, empty or not a valid property name.
+            MessageFormatRuntimeException: any other value type, or an int beyond 64 bits.
+        """
+        self._check_open()
+        self._template.set_object_property(name, value)
+        return self
+
+    @runtime_api
+    def get_property(self, name: str) -> bool | int | float | str | None:
+        """The value set for ``name``, or None. Raises IllegalStateRuntimeException if the
+        context is closed."""
+        self._check_open()
+        return self._template.get_object_property(name)
+
+    @runtime_api
+    def get_boolean_property(self, name: str) -> bool:
+        """The property as boolean (conversion table of PROP-08).
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            MessageFormatRuntimeException: the value does not convert.
+        """
+        self._check_open()
+        return self._template.get_boolean_property(name)
+
+    @runtime_api
+    def get_byte_property(self, name: str) -> int:
+        """The property as byte.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            MessageFormatRuntimeException: the value does not convert.
+            ValueError: absent, null, or a string that is not a byte.
+        """
+        self._check_open()
+        return self._template.get_byte_property(name)
+
+    @runtime_api
+    def get_short_property(self, name: str) -> int:
+        """The property as short.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            MessageFormatRuntimeException: the value does not convert.
+            ValueError: absent, null, or a string that is not a short.
+        """
+        self._check_open()
+        return self._template.get_short_property(name)
+
+    @runtime_api
+    def get_int_property(self, name: str) -> int:
+        """The property as int.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            MessageFormatRuntimeException: the value does not convert.
+            ValueError: absent, null, or a string that is not an int.
+        """
+        self._check_open()
+        return self._template.get_int_property(name)
+
+    @runtime_api
+    def get_long_property(self, name: str) -> int:
+        """The property as long.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            MessageFormatRuntimeException: the value does not convert.
+            ValueError: absent, null, or a string that is not a long.
+        """
+        self._check_open()
+        return self._template.get_long_property(name)
+
+    @runtime_api
+    def get_float_property(self, name: str) -> float:
+        """The property as float.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            MessageFormatRuntimeException: the value does not convert.
+            ValueError: a string that is not a float.
+            TypeError: absent or null.
+        """
+        self._check_open()
+        return self._template.get_float_property(name)
+
+    @runtime_api
+    def get_double_property(self, name: str) -> float:
+        """The property as double.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            MessageFormatRuntimeException: the value does not convert.
+            ValueError: a string that is not a double.
+            TypeError: absent or null.
+        """
+        self._check_open()
+        return self._template.get_double_property(name)
+
+    @runtime_api
+    def get_string_property(self, name: str) -> str | None:
+        """The property as string, or None. Raises IllegalStateRuntimeException if the
+        context is closed."""
+        self._check_open()
+        return self._template.get_string_property(name)
+
+    @runtime_api
+    def property_exists(self, name: str) -> bool:
+        """True when a property ``name`` is set. Raises IllegalStateRuntimeException if the
+        context is closed."""
+        self._check_open()
+        return self._template.property_exists(name)
+
+    @runtime_api
+    def get_property_names(self) -> set[str]:
+        """A new set of the names of the properties set. Raises IllegalStateRuntimeException
+        if the context is closed."""
+        self._check_open()
+        return self._template.get_property_names()
+
+    @runtime_api
+    def clear_properties(self) -> JMSProducer:
+        """Remove every property set on the producer. Raises IllegalStateRuntimeException if
+        the context is closed."""
+        self._check_open()
+        self._template.clear_properties()
+        return self
+
+    # ---- headers (CTX-27, CTX-29) -------------------------------------------------------------
+    @runtime_api
+    def set_jms_correlation_id(self, correlation_id: str | None) -> JMSProducer:
+        """JMSCorrelationID for every message sent (None: leave the message's own).
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            TypeError: not a str or None.
+        """
+        self._check_open()
+        self._template.jms_correlation_id = correlation_id
+        return self
+
+    @runtime_api
+    def get_jms_correlation_id(self) -> str | None:
+        """The correlation id set as a string, or None. Raises IllegalStateRuntimeException
+        if the context is closed."""
+        self._check_open()
+        return self._template.jms_correlation_id
+
+    @runtime_api
+    def set_jms_correlation_id_as_bytes(
+        self, correlation_id: bytes | bytearray | memoryview | None
+    ) -> JMSProducer:
+        """JMSCorrelationID as bytes for every message sent (None: leave the message's own).
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            TypeError: not bytes-like or None.
+        """
+        self._check_open()
+        self._template.set_jms_correlation_id_as_bytes(correlation_id)
+        return self
+
+    @runtime_api
+    def get_jms_correlation_id_as_bytes(self) -> bytes | None:
+        """The correlation id set, as bytes, or None. Raises IllegalStateRuntimeException if
+        the context is closed."""
+        self._check_open()
+        return self._template.get_jms_correlation_id_as_bytes()
+
+    @runtime_api
+    def set_jms_type(self, jms_type: str | None) -> JMSProducer:
+        """JMSType for every message sent (None: leave the message's own).
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            TypeError: not a str or None.
+        """
+        self._check_open()
+        self._template.jms_type = jms_type
+        return self
+
+    @runtime_api
+    def get_jms_type(self) -> str | None:
+        """The JMSType set, or None. Raises IllegalStateRuntimeException if the context is
+        closed."""
+        self._check_open()
+        return self._template.jms_type
+
+    @runtime_api
+    def set_jms_reply_to(self, reply_to: Destination | None) -> JMSProducer:
+        """JMSReplyTo for every message sent (None: leave the message's own).
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            TypeError: not a ternmq destination or None.
+        """
+        self._check_open()
+        self._template.jms_reply_to = reply_to
+        return self
+
+    @runtime_api
+    def get_jms_reply_to(self) -> Destination | None:
+        """The JMSReplyTo set, or None. Raises IllegalStateRuntimeException if the context
+        is closed."""
+        self._check_open()
+        return self._template.jms_reply_to
+
+    # ---- sending (CTX-30..CTX-33) ---------------------------------------------------------------
+    @runtime_api
+    def send(self, destination: Destination, body: object) -> JMSProducer:
+        """Send ``body`` to ``destination`` with this producer's settings and return the
+        producer.
+
+        ``body`` may be a :class:`Message` (sent as given, plus the producer's properties and
+        headers), a ``str`` (TextMessage), ``bytes``/``bytearray`` (BytesMessage), a ``dict``
+        with str keys (MapMessage), None (TextMessage without text) or any other picklable
+        object (ObjectMessage). With :meth:`set_async` the call returns without waiting and
+        the listener is told the outcome on another thread.
+
+        Raises:
+            IllegalStateRuntimeException: the context is closed.
+            InvalidDestinationRuntimeException: None, not a destination, or deleted.
+            MessageFormatRuntimeException: a dict with a non-str key or a value MapMessage
+                cannot hold, an unpicklable object, a message too large to encode.
+            MessageNotWriteableRuntimeException: producer properties on a read-only message.
+            ResourceAllocationRuntimeException: the destination is full.
+            JMSRuntimeException: the broker refused the message.
+        """
+        context = self._context
+        session = context._use()
+        if not isinstance(destination, Destination):
+            raise InvalidDestinationRuntimeException(
+                f"send needs a ternmq Queue or Topic as destination, not {destination!r}"
+            )
+        message = self._message_for(session, body)
+        self._apply(message)
+        producer = context._classic_producer()
+        with context._send_lock:
+            producer.disable_message_id = self._disable_id
+            producer.disable_message_timestamp = self._disable_ts
+            producer.send(
+                message,
+                destination=destination,
+                delivery_mode=self._delivery_mode,
+                priority=self._priority,
+                time_to_live=self._time_to_live,
+                delivery_delay=self._delivery_delay,
+                completion_listener=self._listener,
+            )
+        return self
+
+    @staticmethod
+    def _message_for(session: Session, body: object) -> Message:
+        """The message a ``send`` body stands for (CTX-30, A-16)."""
+        if isinstance(body, Message):
+            return body
+        if body is None or isinstance(body, str):
+            return session.create_text_message(body)
+        if isinstance(body, bytes | bytearray | memoryview):
+            msg = session.create_bytes_message()
+            msg.write_bytes(bytes(body))
+            return msg
+        if isinstance(body, dict):
+            mm = session.create_map_message()
+            for key, value in body.items():
+                if not isinstance(key, str):
+                    raise MessageFormatRuntimeException(
+                        f"a dict sent as a MapMessage needs str keys, not {type(key).__name__}"
+                    )
+                mm.set_object(key, value)
+            return mm
+        return session.create_object_message(body)
+
+    def _apply(self, message: Message) -> None:
+        """Put the producer's headers and properties on ``message`` (CTX-28)."""
+        t = self._template
+        if t._correlation_id is not None:
+            message._correlation_id = t._correlation_id
+        if t._type is not None:
+            message.jms_type = t._type
+        if t._reply_to is not None:
+            message.jms_reply_to = t._reply_to
+        for name in t.get_property_names():
+            message.set_object_property(name, t.get_object_property(name))
+
+    def __repr__(self) -> str:
+        return f"<JMSProducer priority={self._priority} async={self._listener is not None}>"
+
+
+class JMSConsumer:
+    """Receives messages for a :class:`JMSContext` (JMS 2.0 §11.2.5; CTX-34..CTX-39).
+
+    Made by the ``create_*consumer`` methods of :class:`JMSContext`; a context manager;
+    iterating it yields messages until it is closed.
+    """
+
+    def __init__(self, context: JMSContext, consumer: MessageConsumer) -> None:
+        """Internal: use :meth:`JMSContext.create_consumer` and its siblings."""
+        self._context = context
+        self._consumer = consumer
+
+    @runtime_api
+    def receive(self, timeout: float | None = None) -> Message | None:
+        """The next message, waiting up to ``timeout`` seconds (None: until one arrives or
+        the consumer or context closes; 0: do not wait). Returns None on timeout or close
+        (CTX-34).
+
+        Raises:
+            ValueError: a negative timeout.
+            IllegalStateRuntimeException: the consumer is closed or has a message listener.
+        """
+        return self._consumer.receive(timeout)
+
+    @runtime_api
+    def receive_no_wait(self) -> Message | None:
+        """The next message if one is available at once, else None.
+
+        Raises:
+            IllegalStateRuntimeException: as :meth:`receive`.
+        """
+        return self._consumer.receive_no_wait()
+
+    @runtime_api
+    def receive_body(self, cls: type[_T], timeout: float | None = None) -> _T | None:
+        """The body of the next message as ``cls`` (CTX-35): TextMessage -> ``str``,
+        BytesMessage -> ``bytes``, MapMessage -> ``dict``, ObjectMessage -> the object; None
+        only when no message arrived in time or the consumer closed.
+
+        When the body cannot be returned, the message is not lost (CTX-36): in AUTO and
+        DUPS_OK contexts it is the next message received, unmarked; in CLIENT_ACKNOWLEDGE
+        and transacted contexts it counts as delivered and comes back after ``recover()``
+        / ``rollback()``.
+
+        Raises:
+            MessageFormatRuntimeException: a plain Message or StreamMessage, a message
+                without body, or a body that is not an instance of ``cls``.
+            TypeError: ``cls`` is not a class.
+            ValueError: a negative timeout.
+            IllegalStateRuntimeException: as :meth:`receive`.
+        """
+        return self._context._receive_body(self._consumer, cls, timeout)
+
+    @runtime_api
+    def receive_body_no_wait(self, cls: type[_T]) -> _T | None:
+        """:meth:`receive_body` without waiting.
+
+        Raises:
+            MessageFormatRuntimeException: as :meth:`receive_body`.
+            IllegalStateRuntimeException: as :meth:`receive`.
+        """
+        return self._context._receive_body(self._consumer, cls, 0)
+
+    @property
+    @runtime_api
+    def message_listener(self) -> MessageListener | None:
+        """The callable that receives messages asynchronously, or None (CTX-37).
+
+        Listeners of one context run one at a time on its delivery thread.
+
+        Raises:
+            IllegalStateRuntimeException: the consumer is closed.
+            TypeError: (setting) not callable and not None.
+        """
+        return self._consumer.message_listener
+
+    @message_listener.setter
+    @runtime_api
+    def message_listener(self, listener: MessageListener | None) -> None:
+        self._consumer.message_listener = listener
+
+    @property
+    @runtime_api
+    def message_selector(self) -> str | None:
+        """The selector given, or None for none or ``""`` (CTX-38).
+
+        Raises:
+            IllegalStateRuntimeException: the consumer is closed.
+        """
+        return self._consumer.message_selector
+
+    @runtime_api
+    def close(self) -> None:
+        """Close the consumer: wait for its running listener, make a pending receive return,
+        end its non-durable subscription (CTX-39). Idempotent.
+
+        Raises:
+            IllegalStateRuntimeException: called from its own message listener (CTX-22).
+        """
+        self._consumer.close()
+
+    def __iter__(self) -> Iterator[Message]:
+        """Yield received messages until the consumer (or its context) is closed."""
+        while True:
+            try:
+                msg = self.receive()
+            except IllegalStateException:
+                return
+            if msg is None:
+                return
+            yield msg
+
+    def __enter__(self) -> JMSConsumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<JMSConsumer of {self._consumer.destination}>"
+
+
+class _ContextQueueBrowser(QueueBrowser):
+    """A QueueBrowser made by a context: the same object, raising runtime flavours (CTX-19)."""
+
+    @property
+    @runtime_api
+    def queue(self) -> Queue:
+        """The queue browsed.
+
+        Raises:
+            IllegalStateRuntimeException: the browser or its context is closed.
+        """
+        return super().queue
+
+    @property
+    @runtime_api
+    def message_selector(self) -> str | None:
+        """The selector (None for none or an empty one).
+
+        Raises:
+            IllegalStateRuntimeException: the browser or its context is closed.
+        """
+        return super().message_selector
+
+    def __iter__(self) -> Iterator[Message]:
+        """A fresh scan from the head of the queue.
+
+        Raises:
+            IllegalStateRuntimeException: the browser or its context is closed.
+        """
+        try:
+            scan = super().__iter__()
+        except JMSException as exc:
+            raise to_runtime(exc) from exc
+        return _runtime_iter(scan)
+
+
+def _runtime_iter(it: Iterator[Message]) -> Iterator[Message]:
+    try:
+        yield from it
+    except JMSException as exc:
+        if isinstance(exc, JMSRuntimeException):
+            raise
+        raise to_runtime(exc) from exc
