@@ -20,7 +20,7 @@ from ternmq.destination import Queue, Topic
 from ternmq.errors import IllegalStateException, JMSException
 from ternmq.message import DeliveryMode, Message, TextMessage
 
-NOTHING = 0.1  # seconds a receive waits when nothing must arrive
+NOTHING = 0.05  # seconds a receive waits when nothing must arrive
 WAIT = 5.0  # upper bound for something that must arrive (returns as soon as it does)
 
 Q = Queue("Q")

@@ -27,7 +27,7 @@ from ternmq.message import Message, TextMessage
 from ternmq.store import MemoryStore
 from ternmq.transport.vm import EmbeddedBroker
 
-NOTHING = 0.1  # seconds a receive waits when nothing must arrive
+NOTHING = 0.05  # seconds a receive waits when nothing must arrive
 WAIT = 5.0  # upper bound for something that must arrive (returns as soon as it does)
 
 Q = Queue("Q")
