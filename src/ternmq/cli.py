@@ -41,17 +41,18 @@ def _demo() -> int:
             print(f"sent 5 orders to {orders}")
 
             browser = session.create_browser(orders)
-            print("browse (priority first, not consumed):",
-                  [m.text for m in browser])  # type: ignore[attr-defined]
+            print("browse (priority first, not consumed):", [m.text for m in browser])  # type: ignore[attr-defined]
 
             selector = "region = 'EU' AND amount BETWEEN 100 AND 500"
             consumer = session.create_consumer(orders, selector)
             conn.start()
             print(f"consumer with selector {selector!r} receives:")
             while (m := consumer.receive(0.2)) is not None:
-                print(f"  {m.text}  region={m.get_string_property('region')} "  # type: ignore[attr-defined]
-                      f"amount={m.get_int_property('amount')} "
-                      f"JMSXDeliveryCount={m.get_int_property('JMSXDeliveryCount')}")
+                print(
+                    f"  {m.text}  region={m.get_string_property('region')} "  # type: ignore[attr-defined]
+                    f"amount={m.get_int_property('amount')} "
+                    f"JMSXDeliveryCount={m.get_int_property('JMSXDeliveryCount')}"
+                )
             consumer.close()
             rest = session.create_consumer(orders)
             print("left for others:", [m.text for m in iter(lambda: rest.receive(0.2), None)])  # type: ignore[attr-defined]
@@ -65,7 +66,9 @@ def _demo() -> int:
                 a.set_int_property("level", level)
                 pub.send(a)
             for n, sub in enumerate(subs):
-                got = [m.text for m in iter(lambda s=sub: s.receive(0.2), None)]  # type: ignore[attr-defined]
+                got = []
+                while (m := sub.receive(0.2)) is not None:
+                    got.append(m.text)  # type: ignore[attr-defined]
                 print(f"topic subscriber {n} got: {got}")
 
             sample = session.create_text_message("x" * 256)
@@ -75,15 +78,19 @@ def _demo() -> int:
             back = decode_message(data)
             sel = compile_selector("p3 = 3 AND p4 > 1")
             assert sel is not None
-            print(f"\nencoded a 256-byte TextMessage with 5 properties into {len(data)} bytes; "
-                  f"decoded equal: {back.text == sample.text}; selector matches: {sel.matches(back)}")  # type: ignore[attr-defined]
+            print(
+                f"\nencoded a 256-byte TextMessage with 5 properties into {len(data)} bytes; "
+                f"decoded equal: {back.text == sample.text}; selector matches: {sel.matches(back)}"
+            )  # type: ignore[attr-defined]
     print("\ndone.")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ternmq`` console script."""
-    parser = argparse.ArgumentParser(prog="ternmq", description="ternmq: a JMS 2.0 broker for Python")
+    parser = argparse.ArgumentParser(
+        prog="ternmq", description="ternmq: a JMS 2.0 broker for Python"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="run a short tour on an embedded broker")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)

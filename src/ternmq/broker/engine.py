@@ -58,6 +58,7 @@ __all__ = ["Broker", "BrokerConnection"]
 
 Emit = Callable[[c.Command], None]
 MAX_NAME = 255
+MAX_CLIENT_ID = 256  # CONN-08: longer ids, and ids with control characters, are refused
 
 
 class _Session:
@@ -195,6 +196,7 @@ class Broker:
             collections.deque()
         )
         self._dest_cache: dict[str, Destination] = {}
+        self._tx_added: list[Entry] | None = None  # entries a commit in progress enqueued
         self.total_bytes = 0
         self.dead_lettered = 0
         self.expired = 0
@@ -346,9 +348,13 @@ class Broker:
         return c.Connected(corr=req.corr, connection_id=conn.id, provider_version=__version__)
 
     def _set_client_id(self, conn: BrokerConnection, client_id: str) -> None:
-        if not client_id or len(client_id) > MAX_NAME:
+        if (
+            not client_id
+            or len(client_id) > MAX_CLIENT_ID
+            or any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in client_id)
+        ):
             raise InvalidClientIDException(
-                f"invalid client id {client_id!r}: use 1..255 characters"
+                f"invalid client id {client_id!r}: use 1..256 characters, no control characters"
             )
         holder = self.client_ids.get(client_id)
         if holder is not None and holder is not conn:
@@ -685,7 +691,7 @@ class Broker:
         full = self._full(targets, stored.size)
         if full is not None:
             raise ResourceAllocationException(
-                f"{full} is full (max_bytes={full.policy.max_bytes}, max_memory_bytes="
+                f"{full.name} is full (max_bytes={full.policy.max_bytes}, max_memory_bytes="
                 f"{self.config.max_memory_bytes}): consume messages or raise the limit"
             )
         now = self.clock.now_ms()
@@ -709,6 +715,8 @@ class Broker:
     def _enqueue(self, q: MessageQueue, stored: Stored, now: int) -> Entry:
         size = stored.size
         e = q.add(stored, now)
+        if self._tx_added is not None:
+            self._tx_added.append(e)
         self.total_bytes += size
         if stored.persistent and q.durable:
             self._ops.append(
@@ -821,17 +829,25 @@ class Broker:
             raise IllegalStateException("commit() needs a transacted session")
         sends = s.tx_sends
         s.tx_sends = []
+        added: list[Entry] = []
+        self._tx_added = added
         try:
             for send, _ in sends:
                 self._publish(conn, self._dest(send.destination), send)
         except JMSException as exc:
+            for entry in added:  # all or nothing (TX-02): take back what this commit enqueued
+                entry.queue.remove(entry)
+                self.total_bytes -= entry.stored.size
             self._ops.clear()
-            self._release(s, set(req.delivered))
+            # The deliveries stay outstanding: the client answers with ``Rollback``, whose
+            # ``Released`` reply tells it which buffered deliveries to drop (TX-04, TX-06).
             from ternmq.errors import TransactionRolledBackException
 
             raise TransactionRolledBackException(
                 f"the transaction was rolled back: {exc}", linked_exception=exc
             ) from exc
+        finally:
+            self._tx_added = None
         for did in req.delivered:
             e = s.outstanding.pop(did, None)
             if e is not None:
@@ -1101,7 +1117,10 @@ class Broker:
         if conn.closed:
             return
         for s in list(conn.sessions.values()):
-            self._close_session(s, set())
+            # Lost link (or shutdown): the client can no longer say which deliveries it handed
+            # to the application, so count them all; a spurious redelivered flag is allowed, a
+            # missing one is not (REL-10, REL-12).
+            self._close_session(s, set(s.outstanding))
         for dest in list(conn.temporaries):
             self._delete_temporary(conn, dest)
         for subs in self.topics.values():

@@ -3,6 +3,7 @@ simplified (context)."""
 
 from ternmq.client.connection import Connection, ConnectionFactory, ConnectionMetaData
 from ternmq.client.consumer import MessageConsumer, QueueBrowser
+from ternmq.client.context import JMSConsumer, JMSContext, JMSProducer
 from ternmq.client.producer import CompletionListener, MessageProducer
 from ternmq.client.session import Session
 
@@ -11,6 +12,9 @@ __all__ = [
     "Connection",
     "ConnectionFactory",
     "ConnectionMetaData",
+    "JMSConsumer",
+    "JMSContext",
+    "JMSProducer",
     "MessageConsumer",
     "MessageProducer",
     "QueueBrowser",

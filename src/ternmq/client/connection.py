@@ -215,7 +215,12 @@ class Connection:
     # ---- identity ----------------------------------------------------------------------
     @property
     def client_id(self) -> str | None:
-        """The client identifier, or None (CONN-05..CONN-08)."""
+        """The client identifier, or None (CONN-05..CONN-08).
+
+        Raises:
+            IllegalStateException: the connection is closed (CONN-22).
+        """
+        self._check_open()
         return self._client_id
 
     @client_id.setter
@@ -285,13 +290,16 @@ class Connection:
         (CONN-18..CONN-22). A second call does nothing.
 
         Raises:
-            IllegalStateException: called from a message listener of this connection.
+            IllegalStateException: called from a message listener or a completion listener
+                of this connection (CONN-19).
         """
         self._check_not_in_listener("close()")
         with self._lock:
             if self._state is _State.CLOSED:
                 return
             sessions = list(self._sessions)
+        for s in sessions:
+            s._check_not_in_completion("close() of its connection")
         for s in sessions:
             s._close(from_connection=True)
         with self._lock:
@@ -359,7 +367,12 @@ class Connection:
     # ---- exception listener ------------------------------------------------------------
     @property
     def exception_listener(self) -> ExceptionListener | None:
-        """Called (on a dedicated thread, one call at a time) when the connection fails."""
+        """Called (on a dedicated thread, one call at a time) when the connection fails.
+
+        Raises:
+            IllegalStateException: the connection is closed (CONN-22).
+        """
+        self._check_open()
         return self._exception_listener
 
     @exception_listener.setter
@@ -465,7 +478,8 @@ class Connection:
                 log.exception("the exception listener raised (ignored)")
 
     def _delete_temporary(self, dest: Destination) -> None:
-        self._check_open()
+        if self._state is _State.CLOSED:
+            return  # deleted with the connection: a second delete is a no-op (TMP-05, TMP-07)
         check_reply(self.request(c.DeleteTemporary(destination=str(dest))))
         self._temporaries.discard(dest)
 

@@ -88,6 +88,7 @@ class MessageConsumer:
 
     def _check_open(self) -> None:
         if self._closed:
+            self._session._check_open()  # a failed connection links its failure (A-10)
             raise IllegalStateException("the consumer is closed")
         self._session._check_open()
 
@@ -148,6 +149,7 @@ class MessageConsumer:
         finally:
             with cond:
                 self._receiving = False
+                cond.notify_all()  # close() waits for pending receives (CONS-15)
 
     def _receive(self, timeout: float | None) -> Message | None:
         session = self._session
@@ -208,12 +210,19 @@ class MessageConsumer:
         return self.receive(0)
 
     def __iter__(self) -> Iterator[Message]:
-        """Yield received messages until the consumer is closed."""
+        """Yield received messages until the consumer is closed (CONS-09).
+
+        Raises:
+            IllegalStateException: the consumer has a message listener, or another thread is
+                receiving on it (CONS-07, CONS-08); a closed consumer just ends the loop.
+        """
         while True:
             try:
                 msg = self.receive()
             except IllegalStateException:
-                return
+                if self._closed or self._session._closed:
+                    return
+                raise
             if msg is None:
                 return
             yield msg
@@ -238,11 +247,15 @@ class MessageConsumer:
                     or threading.get_ident() == session._listener_ident
                 )
             )
-            delivered = [d for d, k in session._unacked if k is self]
             self._mark_closed()
             session._cond.notify_all()
+            session._cond.wait_for(lambda: not self._receiving)  # CONS-15
+            delivered = [d for d, k in session._unacked if k is self]
         session._remove_consumer(self)
         if not session._closed and session._connection._failure is None:
+            # DUPS_OK: acknowledge what the application consumed before the broker takes back
+            # this consumer's deliveries, or they would come again unmarked (SESS-20, REL-10).
+            session._flush_dups()
             try:
                 check_reply(
                     session._connection.request(

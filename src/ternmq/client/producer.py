@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CompletionListener", "MessageProducer"]
 
-_UNSET: object = object()
 
 
 class CompletionListener(Protocol):
@@ -157,8 +156,17 @@ class MessageProducer:
             MessageFormatException: ``message`` is not a ternmq Message.
             JMSException: an invalid delivery mode, priority, time-to-live or delay, or the
                 broker refused the message (ResourceAllocationException when full).
+            TypeError: ``completion_listener`` lacks ``on_completion`` or ``on_exception``.
         """
         message, dest = self._parse_args(args, destination)
+        if completion_listener is not None and not (
+            callable(getattr(completion_listener, "on_completion", None))
+            and callable(getattr(completion_listener, "on_exception", None))
+        ):
+            raise TypeError(  # PROD-31
+                "completion_listener needs on_completion(message) and "
+                "on_exception(message, exception) methods; pass None for a synchronous send"
+            )
         self._check_open()
         mode = self._delivery_mode if delivery_mode is None else _check_mode(delivery_mode)
         prio = self._priority if priority is None else _check_priority(priority)
@@ -268,6 +276,15 @@ class MessageProducer:
                 error = exc
         except JMSException as exc:
             error = exc
+        if isinstance(error, JMSException):  # PROD-33: say so, keep the type, never retry
+            error = type(error)(
+                f"asynchronous send to {dest} failed: {error}; whether the message was "
+                "delivered is undefined (JMS 2.0 §4.6.2.2) and ternmq does not retry it",
+                error.error_code,
+                error,
+            )
+        if isinstance(error, JMSException) and session._mode == session.SESSION_TRANSACTED:
+            session._rollback_only = error  # the next commit() rolls back (TX-06, PROD-32)
 
         def complete() -> None:
             if error is None:
@@ -322,5 +339,3 @@ def _check_seconds(what: str, value: float) -> float:
         raise JMSException(f"invalid {what} {value!r}: use seconds >= 0")
     return float(value)
 
-
-_ = _UNSET

@@ -33,6 +33,7 @@ from ternmq.errors import (
     IllegalStateException,
     InvalidDestinationException,
     JMSException,
+    TransactionRolledBackException,
 )
 from ternmq.message import (
     BytesMessage,
@@ -99,6 +100,7 @@ class Session:
         self._completion_ident: int | None = None
         self._pending_sends = 0
         self._sends_done = threading.Condition(threading.Lock())
+        self._rollback_only: JMSException | None = None  # a failed async send (TX-06)
 
     # ---- attributes ----------------------------------------------------------------------
     @property
@@ -363,7 +365,8 @@ class Session:
 
         Raises:
             IllegalStateException: the session is closed.
-            InvalidDestinationException: None or a topic.
+            InvalidDestinationException: None or a topic, or a temporary queue that is
+                deleted or belongs to another connection (TMP-03, TMP-07).
             InvalidSelectorException: a malformed selector.
         """
         from ternmq.client.consumer import QueueBrowser
@@ -372,6 +375,8 @@ class Session:
         if not isinstance(queue, Queue):
             raise InvalidDestinationException(f"a queue is required to browse, not {queue!r}")
         compile_selector(message_selector)
+        if queue.is_temporary:  # the broker knows whether it exists and who owns it
+            check_reply(self._connection.request(c.Browse(destination=str(queue), limit=0)))
         browser = QueueBrowser(self, queue, message_selector)
         self._browsers.append(browser)
         return browser
@@ -401,9 +406,22 @@ class Session:
         if self._mode != self.SESSION_TRANSACTED:
             raise IllegalStateException("commit() is only for transacted sessions")
         self._wait_sends()
+        failed, self._rollback_only = self._rollback_only, None
+        if failed is not None:  # TX-06, PROD-32: the outcome is a rollback (TX-04)
+            self._release(c.Rollback)
+            raise TransactionRolledBackException(
+                f"the transaction was rolled back because an asynchronous send in it failed: "
+                f"{failed}",
+                linked_exception=failed,
+            )
         with self._cond:
             ids = [d for d, _ in self._unacked]
         reply = self._connection.request(c.Commit(session_id=self._id, delivered=ids))
+        if isinstance(reply, c.Error) and reply.kind == TransactionRolledBackException.__name__:
+            # The broker rolled back: release through the normal path so that the client drops
+            # the deliveries the broker takes back (no stale prefetched copies, TX-06).
+            self._release(c.Rollback)
+            check_reply(reply)
         with self._cond:
             self._unacked = [(d, k) for d, k in self._unacked if d not in set(ids)]
         check_reply(reply)
@@ -419,6 +437,7 @@ class Session:
         if self._mode != self.SESSION_TRANSACTED:
             raise IllegalStateException("rollback() is only for transacted sessions")
         self._wait_sends()
+        self._rollback_only = None
         self._release(c.Rollback)
 
     def recover(self) -> None:
@@ -631,6 +650,7 @@ class Session:
 
     def _check_open(self) -> None:
         if self._closed:
+            self._connection._check_open()  # a failed connection links its failure (A-10)
             raise IllegalStateException("the session is closed")
         self._connection._check_open()
 
@@ -662,6 +682,8 @@ class Session:
             self._closing = True
             self._cond.notify_all()
         self._wait_listener_idle()
+        with self._cond:  # pending receives return before close does (CONN-18, SESS-27)
+            self._cond.wait_for(lambda: not any(k._receiving for k in self._consumers.values()))
         self._wait_sends()
         self._flush_dups()
         with self._cond:

@@ -272,7 +272,7 @@ class VmTransport:
         if type(cmd) is c.Deliver or type(cmd) is c.ConnectionFailed:
             self._on_event(cmd)
             return
-        self._replies[cmd.corr] = cmd  # type: ignore[union-attr]
+        self._replies[cmd.corr] = cmd  # type: ignore[union-attr,assignment]
         if self._waiters:  # a deferred reply (e.g. a blocked send): wake the waiting request
             with self._waiting:
                 self._waiting.notify_all()
