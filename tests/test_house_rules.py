@@ -115,3 +115,28 @@ def test_broker_core_has_no_io() -> None:
             continue
         bad = _imports(path) & (FORBIDDEN - {"time"})
         assert not bad, f"{path.relative_to(SRC)} imports {sorted(bad)}"
+
+
+def test_xa_01_asf_01_not_offered() -> None:
+    """XA-01 (S-XA-1), ASF-01: ternmq v1 offers no XA and no application-server facilities, so
+    it exposes none of their names; local transactions still work (covered by the TX suite).
+    The "MUST if offered" items XA-02..XA-05 and ASF-02..ASF-07 therefore do not apply."""
+    for name in (
+        "XAConnectionFactory",
+        "XAConnection",
+        "XASession",
+        "XAJMSContext",
+        "ServerSessionPool",
+        "ServerSession",
+        "ConnectionConsumer",
+    ):
+        assert not hasattr(ternmq, name)
+    from ternmq.client import Connection
+
+    for name in (
+        "create_connection_consumer",
+        "create_durable_connection_consumer",
+        "create_shared_connection_consumer",
+        "create_shared_durable_connection_consumer",
+    ):
+        assert not hasattr(Connection, name)
