@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ternmq.broker.clock import FakeClock
-from ternmq.client import Connection, ConnectionFactory, MessageConsumer, Session
+from ternmq.client import Connection, ConnectionFactory, JMSContext, MessageConsumer, Session
 from ternmq.destination import Queue, Topic
 from ternmq.errors import IllegalStateException, JMSException
 from ternmq.message import DeliveryMode, Message, TextMessage
@@ -151,6 +151,13 @@ def test_sess_01_mode_constants() -> None:
     assert Session.AUTO_ACKNOWLEDGE == 1
     assert Session.CLIENT_ACKNOWLEDGE == 2
     assert Session.DUPS_OK_ACKNOWLEDGE == 3
+    for name in (
+        "SESSION_TRANSACTED",
+        "AUTO_ACKNOWLEDGE",
+        "CLIENT_ACKNOWLEDGE",
+        "DUPS_OK_ACKNOWLEDGE",
+    ):
+        assert getattr(JMSContext, name) == getattr(Session, name)
 
 
 def test_s_sess_8_create_session_forms(connection: Connection) -> None:

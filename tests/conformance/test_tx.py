@@ -20,6 +20,7 @@ from ternmq.client import Connection, ConnectionFactory, MessageConsumer, Sessio
 from ternmq.destination import Queue, Topic
 from ternmq.errors import (
     IllegalStateException,
+    IllegalStateRuntimeException,
     JMSException,
     TransactionRolledBackException,
 )
@@ -270,6 +271,20 @@ def test_s_tx_3_recover_on_transacted(connection: Connection) -> None:
     """S-TX-3 (SESS-23): recover() on a transacted session raises IllegalStateException."""
     with pytest.raises(IllegalStateException):
         connection.create_session(True).recover()
+
+
+def test_s_tx_3_contexts_raise_runtime_flavour(factory: ConnectionFactory) -> None:
+    """S-TX-3 (TX-05, SESS-23) on contexts: commit()/rollback() of a non-transacted context and
+    recover() of a transacted one raise IllegalStateRuntimeException."""
+    with factory.create_context() as ctx:
+        with pytest.raises(IllegalStateRuntimeException):
+            ctx.commit()
+        with pytest.raises(IllegalStateRuntimeException):
+            ctx.rollback()
+    with factory.create_context(session_mode=Session.SESSION_TRANSACTED) as ctx:
+        with pytest.raises(IllegalStateRuntimeException):
+            ctx.recover()
+        ctx.commit()  # still usable
 
 
 # ---- failed commits --------------------------------------------------------------------------
