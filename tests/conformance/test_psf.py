@@ -27,7 +27,7 @@ from ternmq.errors import (
 from ternmq.message import DeliveryMode, Message, TextMessage
 from ternmq.transport.vm import EmbeddedBroker
 
-NOTHING = 0.2  # seconds a "receives nothing" check waits
+NOTHING = 0.1  # seconds a "receives nothing" check waits
 WAIT = 2.0  # seconds a "receives a message" check may wait
 
 AUTO = Session.AUTO_ACKNOWLEDGE
