@@ -19,6 +19,7 @@ def _demo() -> int:
         EmbeddedBroker,
         Queue,
         Session,
+        TextMessage,
         Topic,
     )
     from ternmq.message.codec import decode_message, encode_message
@@ -76,12 +77,13 @@ def _demo() -> int:
                 sample.set_int_property(f"p{k}", k)
             data = encode_message(sample)
             back = decode_message(data)
+            assert isinstance(back, TextMessage)
             sel = compile_selector("p3 = 3 AND p4 > 1")
             assert sel is not None
             print(
                 f"\nencoded a 256-byte TextMessage with 5 properties into {len(data)} bytes; "
                 f"decoded equal: {back.text == sample.text}; selector matches: {sel.matches(back)}"
-            )  # type: ignore[attr-defined]
+            )
     print("\ndone.")
     return 0
 

@@ -1090,10 +1090,9 @@ class Broker:
             st.origin_conn,
             st.origin_client,
         )
-        try:
-            self._enqueue(self._queue_any(target), stored, self.clock.now_ms())
-        except JMSException:
-            pass  # the target is full: the message is dropped, counted above
+        # Dead-letter and expiry queues take the copy even past their memory limit: dropping
+        # it would lose a message silently (REL-08).
+        self._enqueue(self._queue_any(target), stored, self.clock.now_ms())
 
     def _queue_any(self, name: str) -> MessageQueue:
         dest = self._dest(f"queue://{name}")

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["CompletionListener", "MessageProducer"]
 
 
-
 class CompletionListener(Protocol):
     """Receives the outcome of an asynchronous send (JMS 2.0 §7.3)."""
 
@@ -338,4 +337,3 @@ def _check_seconds(what: str, value: float) -> float:
     ):
         raise JMSException(f"invalid {what} {value!r}: use seconds >= 0")
     return float(value)
-

@@ -375,8 +375,9 @@ class Session:
         if not isinstance(queue, Queue):
             raise InvalidDestinationException(f"a queue is required to browse, not {queue!r}")
         compile_selector(message_selector)
-        if queue.is_temporary:  # the broker knows whether it exists and who owns it
-            check_reply(self._connection.request(c.Browse(destination=str(queue), limit=0)))
+        # Ask the broker now: it knows whether the queue exists (auto-create off, deleted
+        # temporary queue) and who owns a temporary one (PSF-06, TMP-03, TMP-07).
+        check_reply(self._connection.request(c.Browse(destination=str(queue), limit=0)))
         browser = QueueBrowser(self, queue, message_selector)
         self._browsers.append(browser)
         return browser
