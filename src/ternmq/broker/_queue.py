@@ -46,6 +46,7 @@ class Stored:
         "origin_conn",
         "persistent",
         "priority",
+        "size",
     )
 
     def __init__(
@@ -69,12 +70,8 @@ class Stored:
         self.group_seq = group_seq
         self.origin_conn = origin_conn
         self.origin_client = origin_client
+        self.size = len(data)  # bytes held in memory (the encoding)
         self._view: Message | None = None
-
-    @property
-    def size(self) -> int:
-        """Bytes this message holds in memory (its encoding)."""
-        return len(self.data)
 
     def view(self) -> Message:
         """The decoded message, for selectors (decoded once, on first use)."""
