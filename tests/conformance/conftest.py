@@ -3,7 +3,9 @@
 The suite is written once and runs over every transport: the ``transport`` parameter lists
 them (``vm`` now; ``tcp`` joins when the network server exists). Tests ask for ``factory`` (a
 ConnectionFactory to a fresh broker), ``broker`` (that broker, for settings and inspection),
-or ``fake_broker`` / ``fake_factory`` / ``clock`` when time must be controlled.
+or ``fake_broker`` / ``fake_factory`` / ``clock`` when time must be controlled; ``connect``
+opens connections that are closed after the test. Plain helper functions are in
+``_helpers.py``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import pytest
 from ternmq.broker.clock import FakeClock
 from ternmq.client import Connection, ConnectionFactory
 from ternmq.transport.vm import EmbeddedBroker
+
+from ._helpers import Connect
 
 TRANSPORTS = ["vm"]
 
@@ -83,3 +87,26 @@ def connection(factory: ConnectionFactory) -> Iterator[Connection]:
     conn.start()
     yield conn
     conn.close()
+
+
+@pytest.fixture
+def connect(factory: ConnectionFactory) -> Iterator[Connect]:
+    """Open connections (``connect()``, ``connect("c1")``, ``connect(start=False)``,
+    ``connect(via=f)``): started unless ``start=False``, with the client id if one is given,
+    from ``via`` instead of ``factory`` if given; every one is closed after the test."""
+    opened: list[Connection] = []
+
+    def make(
+        client_id: str | None = None, *, start: bool = True, via: ConnectionFactory | None = None
+    ) -> Connection:
+        conn = (via if via is not None else factory).create_connection()
+        opened.append(conn)
+        if client_id is not None:
+            conn.client_id = client_id
+        if start:
+            conn.start()
+        return conn
+
+    yield make
+    for conn in reversed(opened):
+        conn.close()

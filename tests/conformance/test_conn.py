@@ -30,8 +30,18 @@ from ternmq.errors import (
 from ternmq.message import Message
 from ternmq.transport.vm import EmbeddedBroker
 
-Q = Queue("Q")
-R = Queue("R")
+from ._helpers import (
+    Q,
+    R,
+    Worker,
+    browse_via,
+    delivery_count,
+    lose_link,
+    not_raising_checked,
+    send_via,
+    wait_for,
+)
+
 WAIT = 5.0  # upper bound for "expect something"
 QUIET = 0.3  # real wait for "expect nothing"
 
@@ -41,74 +51,6 @@ def _broker_connection_count(broker: EmbeddedBroker) -> int:
     """How many client connections the broker holds open (CONN-03: no half-open leftovers)."""
     assert broker.broker is not None
     return len(broker.broker.connections)
-
-
-def _drop_link(conn: Connection) -> None:
-    """Lose the link of ``conn`` without ``close()`` (the vm stand-in for socket loss, CONN-24)."""
-    conn._transport.close()
-
-
-# ---- helpers ---------------------------------------------------------------------------------
-class Worker:
-    """Run ``fn`` on a thread; remember its result, its exception and when it finished."""
-
-    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
-        self.result: Any = None
-        self.error: BaseException | None = None
-        self.finished_at: float | None = None
-        self.done = threading.Event()
-        self._fn = fn
-        self._args = args
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        try:
-            self.result = self._fn(*self._args)
-        except BaseException as exc:
-            self.error = exc
-        finally:
-            self.finished_at = time.monotonic()
-            self.done.set()
-
-    def start(self) -> Worker:
-        self.thread.start()
-        return self
-
-    def join(self, timeout: float = WAIT) -> Any:
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), "the worker thread did not finish in time"
-        if self.error is not None:
-            raise self.error
-        return self.result
-
-
-def _send(factory: ConnectionFactory, *texts: str, dest: Queue | Topic = Q) -> None:
-    """Send text messages from a connection of their own."""
-    with factory.create_connection() as c:
-        s = c.create_session()
-        p = s.create_producer(dest)
-        for t in texts:
-            p.send(s.create_text_message(t))
-
-
-def _browse(factory: ConnectionFactory, queue: Queue = Q) -> list[str | None]:
-    """The texts currently on ``queue`` (a browser does not consume them)."""
-    with factory.create_connection() as c:
-        s = c.create_session()
-        return [m.text for m in s.create_browser(queue)]  # type: ignore[attr-defined]
-
-
-def _wait_for(pred: Callable[[], bool], timeout: float = WAIT) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.005)
-    return pred()
-
-
-def _count(m: Message) -> int:
-    return m.get_int_property("JMSXDeliveryCount")
 
 
 # ---- factory, authentication, creation -------------------------------------------------------
@@ -150,7 +92,7 @@ def test_conn_01_factory_is_safe_for_concurrent_use(factory: ConnectionFactory) 
         for i, c in enumerate(conns):
             s = c.create_session()
             s.create_producer(Q).send(s.create_text_message(f"c{i}"))
-        assert sorted(_browse(factory)) == sorted(f"c{i}" for i in range(15))  # type: ignore[type-var]
+        assert sorted(browse_via(factory)) == sorted(f"c{i}" for i in range(15))  # type: ignore[type-var]
     finally:
         for c in conns:
             c.close()
@@ -229,7 +171,9 @@ def test_s_conn_7_bad_password_on_create_context(
     with f.create_context(user="app", password="secret") as ctx:
         assert _broker_connection_count(b) == 1
         ctx.create_producer().send(Q, "through a context")
-    assert _browse(ConnectionFactory(b.url, user="app", password="secret")) == ["through a context"]
+    assert browse_via(ConnectionFactory(b.url, user="app", password="secret")) == [
+        "through a context"
+    ]
 
 
 def test_conn_04_unreachable_broker_names_the_address() -> None:
@@ -462,7 +406,7 @@ def test_conn_11_no_listener_call_before_start(factory: ConnectionFactory) -> No
             arrived.set()
 
         s.create_consumer(Q).message_listener = on_message
-        _send(factory, "early")
+        send_via(factory, Q, "early")
         assert not arrived.wait(QUIET)
         assert got == []
         c.start()
@@ -497,11 +441,11 @@ def test_conn_13_start_started_and_stop_stopped_are_ignored(factory: ConnectionF
         c.stop()
         c.start()
         c.start()
-        _send(factory, "a")
+        send_via(factory, Q, "a")
         assert k.receive(WAIT).text == "a"  # type: ignore[union-attr]
         c.stop()
         c.stop()
-        _send(factory, "b")
+        send_via(factory, Q, "b")
         assert k.receive(0.1) is None
         c.start()
         assert k.receive(WAIT).text == "b"  # type: ignore[union-attr]
@@ -526,7 +470,7 @@ def test_s_conn_2_stop_waits_for_running_listener(factory: ConnectionFactory) ->
 
         s.create_consumer(Q).message_listener = on_message
         conn.start()
-        _send(factory, "m1", "m2", "m3")
+        send_via(factory, Q, "m1", "m2", "m3")
         assert entered.wait(WAIT)
         stopper = Worker(conn.stop).start()
         assert not stopper.done.wait(0.2), "stop() returned while a listener was running"
@@ -538,7 +482,7 @@ def test_s_conn_2_stop_waits_for_running_listener(factory: ConnectionFactory) ->
         time.sleep(QUIET)
         assert calls == [("enter", "m1"), ("exit", "m1")]
         conn.start()
-        assert _wait_for(lambda: len(calls) == 6)
+        assert wait_for(lambda: len(calls) == 6)
         assert [t for what, t in calls if what == "enter"] == ["m1", "m2", "m3"]
 
 
@@ -565,15 +509,15 @@ def test_conn_14_listener_finishing_during_stop_has_full_services(
 
         s.create_consumer(Q).message_listener = on_message
         conn.start()
-        _send(factory, "q")
+        send_via(factory, Q, "q")
         assert entered.wait(WAIT)
         stopper = Worker(conn.stop).start()
         time.sleep(0.1)
         gate.set()
         stopper.join()
         assert outcome == ["ok"]
-        assert _browse(factory, R) == ["re:q"]
-        assert _browse(factory, Q) == []
+        assert browse_via(factory, R) == ["re:q"]
+        assert browse_via(factory, Q) == []
 
 
 def test_conn_14_blocked_receive_gets_nothing_while_stopped(factory: ConnectionFactory) -> None:
@@ -586,7 +530,7 @@ def test_conn_14_blocked_receive_gets_nothing_while_stopped(factory: ConnectionF
         waiter = Worker(k.receive, QUIET).start()
         time.sleep(0.05)
         conn.stop()
-        _send(factory, "late")
+        send_via(factory, Q, "late")
         assert waiter.join() is None
         assert waiter.finished_at is not None and waiter.finished_at - t0 >= QUIET - 0.02
         conn.start()
@@ -597,7 +541,7 @@ def test_conn_14_blocked_receive_gets_nothing_while_stopped(factory: ConnectionF
 def test_conn_15_receive_timeout_runs_while_stopped(factory: ConnectionFactory) -> None:
     """CONN-15: receive(timeout=t) on a stopped connection returns None once t elapsed, even
     with a message waiting on the queue."""
-    _send(factory, "waiting")
+    send_via(factory, Q, "waiting")
     with factory.create_connection() as c:
         k = c.create_session().create_consumer(Q)
         t0 = time.monotonic()
@@ -629,7 +573,7 @@ def test_s_conn_3_stop_or_close_from_listener_raises(factory: ConnectionFactory,
 
     s1.create_consumer(Q).message_listener = on_message
     conn.start()
-    _send(factory, "x")
+    send_via(factory, Q, "x")
     assert done.wait(WAIT)
     assert len(seen) == 1
     assert isinstance(seen[0], IllegalStateException)
@@ -668,7 +612,7 @@ def test_conn_19_close_from_completion_listener_raises(factory: ConnectionFactor
     assert not conn.closed
     s.create_producer(Q).send(s.create_text_message("sync"))
     Worker(conn.close).start().join()
-    assert _browse(factory) == ["async", "sync"]
+    assert browse_via(factory) == ["async", "sync"]
 
 
 def test_conn_17_stop_and_close_do_not_wait_for_exception_listener(
@@ -786,7 +730,7 @@ def test_conn_18_close_waits_for_running_listener_with_full_services(
 
     s.create_consumer(Q).message_listener = on_message
     conn.start()
-    _send(factory, "q")
+    send_via(factory, Q, "q")
     assert entered.wait(WAIT)
     closer = Worker(conn.close).start()
     assert not closer.done.wait(0.2), "close() returned while a listener was running"
@@ -794,8 +738,8 @@ def test_conn_18_close_waits_for_running_listener_with_full_services(
     closer.join()
     assert outcome == ["ok"]
     assert closer.finished_at is not None and closer.finished_at >= finished[0]
-    assert _browse(factory, R) == ["during-close"]
-    assert _browse(factory, Q) == []  # acknowledged during close
+    assert browse_via(factory, R) == ["during-close"]
+    assert browse_via(factory, Q) == []  # acknowledged during close
 
 
 def test_s_conn_5_close_rolls_back_and_does_not_acknowledge(factory: ConnectionFactory) -> None:
@@ -803,7 +747,7 @@ def test_s_conn_5_close_rolls_back_and_does_not_acknowledge(factory: ConnectionF
     sends, leaves CLIENT_ACKNOWLEDGE messages unacknowledged (redelivered, count 2); its
     objects then raise IllegalStateException except close(); received messages stay
     readable but acknowledge() raises IllegalStateException."""
-    _send(factory, "c1")
+    send_via(factory, Q, "c1")
     conn = factory.create_connection()
     conn.start()
     a = conn.create_session(True)
@@ -813,7 +757,7 @@ def test_s_conn_5_close_rolls_back_and_does_not_acknowledge(factory: ConnectionF
     kb = b.create_consumer(Q)
     c1 = kb.receive(WAIT)
     assert c1 is not None and c1.text == "c1"  # type: ignore[attr-defined]
-    assert c1.jms_redelivered is False and _count(c1) == 1
+    assert c1.jms_redelivered is False and delivery_count(c1) == 1
     conn.close()
 
     with factory.create_connection() as other:
@@ -822,7 +766,7 @@ def test_s_conn_5_close_rolls_back_and_does_not_acknowledge(factory: ConnectionF
         again = k.receive(WAIT)
         assert again is not None and again.text == "c1"  # type: ignore[attr-defined]
         assert again.jms_redelivered is True
-        assert _count(again) == 2
+        assert delivery_count(again) == 2
         assert k.receive(QUIET) is None  # "t1" was rolled back
 
     for name, fn in {
@@ -902,12 +846,12 @@ def test_conn_21_close_waits_for_async_sends(factory: ConnectionFactory) -> None
     closed_at = time.monotonic()
     assert [(e[0], e[1]) for e in events] == [("completed", "a1"), ("completed", "a2")]
     assert all(e[2] <= closed_at for e in events)
-    assert _browse(factory) == ["a1", "a2"]
+    assert browse_via(factory) == ["a1", "a2"]
 
 
 def _closed_world(factory: ConnectionFactory) -> dict[str, Any]:
     """A connection with one of everything, then closed; plus messages it created/received."""
-    _send(factory, "r1")
+    send_via(factory, Q, "r1")
     conn = factory.create_connection()
     conn.start()
     s = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
@@ -985,18 +929,7 @@ def test_conn_22_every_method_after_close_raises_illegal_state(
         "browser.queue": lambda: br.queue,
         "browser.message_selector": lambda: br.message_selector,
     }
-    wrong: list[str] = []
-    for name, fn in actions.items():
-        try:
-            fn()
-        except IllegalStateException as exc:
-            if isinstance(exc, JMSRuntimeException):
-                wrong.append(f"{name}: runtime flavour {exc!r}")
-        except Exception as exc:
-            wrong.append(f"{name}: {exc!r}")
-        else:
-            wrong.append(f"{name}: no exception")
-    assert wrong == []
+    assert not_raising_checked(actions, IllegalStateException) == []
 
 
 def test_conn_22_close_is_a_no_op_and_messages_stay_usable(factory: ConnectionFactory) -> None:
@@ -1010,7 +943,7 @@ def test_conn_22_close_is_a_no_op_and_messages_stay_usable(factory: ConnectionFa
         w[obj].close()
     received, created = w["received"], w["created"]
     assert received.text == "r1"
-    assert _count(received) == 1
+    assert delivery_count(received) == 1
     with pytest.raises(IllegalStateException):
         received.acknowledge()
     received.clear_properties()
@@ -1031,7 +964,7 @@ def test_conn_22_close_is_a_no_op_and_messages_stay_usable(factory: ConnectionFa
     assert (first.text, first.get_int_property("n")) == ("created-modified", 7)  # type: ignore[attr-defined]
     assert (second.text, second.get_string_property("hop")) == ("r1-forwarded", "2")  # type: ignore[attr-defined]
     # r1 was never acknowledged: it is back on Q, redelivered
-    assert _browse(factory, Q) == ["r1"]
+    assert browse_via(factory, Q) == ["r1"]
 
 
 def test_conn_23_close_twice_and_context_manager(factory: ConnectionFactory) -> None:
@@ -1058,7 +991,7 @@ def test_conn_24_dropped_connection_is_cleaned_up_by_the_broker(
     """CONN-24 (SHOULD): a connection whose link is lost without close() is cleaned up by
     the broker as if closed: transaction rolled back, unacknowledged messages deliverable
     again (redelivered), client id released, temporary destinations deleted."""
-    _send(factory, "u1")
+    send_via(factory, Q, "u1")
     conn = factory.create_connection()
     conn.client_id = "DROPPED"
     conn.start()
@@ -1068,7 +1001,7 @@ def test_conn_24_dropped_connection_is_cleaned_up_by_the_broker(
     m = ca.create_consumer(Q).receive(WAIT)
     assert m is not None and m.text == "u1"  # type: ignore[attr-defined]
     tq = ca.create_temporary_queue()
-    _drop_link(conn)
+    lose_link(conn)
     with factory.create_connection() as other:
         other.client_id = "DROPPED"
         other.start()
@@ -1076,7 +1009,7 @@ def test_conn_24_dropped_connection_is_cleaned_up_by_the_broker(
         k = so.create_consumer(Q)
         again = k.receive(WAIT)
         assert again is not None and again.text == "u1"  # type: ignore[attr-defined]
-        assert again.jms_redelivered is True and _count(again) == 2
+        assert again.jms_redelivered is True and delivery_count(again) == 2
         assert k.receive(0.1) is None
         with pytest.raises(InvalidDestinationException):
             so.create_producer(tq).send(so.create_text_message("x"))
@@ -1198,7 +1131,7 @@ def test_conn_28_api_errors_do_not_reach_exception_listener(
     time.sleep(0.1)
     assert calls == []
     b.stop()
-    assert _wait_for(lambda: len(calls) == 1)
+    assert wait_for(lambda: len(calls) == 1)
     assert not isinstance(calls[0], (IllegalStateException, InvalidDestinationException))
     conn.close()
 
@@ -1234,7 +1167,7 @@ def test_conn_29_exception_listener_serialized_on_provider_thread(
         c.exception_listener = make_listener(i)
         c.create_session()
     b.stop()
-    assert _wait_for(lambda: len(threads) == 2)
+    assert wait_for(lambda: len(threads) == 2)
     time.sleep(0.1)
     assert per_conn == {0: 1, 1: 1}
     assert threading.get_ident() not in threads
@@ -1256,7 +1189,7 @@ def test_conn_30_failed_connection_is_treated_as_closed(
     p = tx.create_producer(Q)
     p.send(tx.create_text_message("pending"))
     b.stop()
-    assert _wait_for(lambda: len(reported) == 1)
+    assert wait_for(lambda: len(reported) == 1)
     for fn in (conn.create_session, conn.start, tx.commit, lambda: p.send(Message())):
         with pytest.raises(IllegalStateException) as ei:
             fn()
@@ -1312,5 +1245,5 @@ def test_conn_31_exception_listener_may_call_any_api(
         "spare: sent",
         "close: ok",
     ]
-    texts = _browse(ConnectionFactory(spare.url))
+    texts = browse_via(ConnectionFactory(spare.url))
     assert len(texts) == 1 and texts[0] is not None and b.url in texts[0]

@@ -12,7 +12,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
@@ -27,79 +26,10 @@ from ternmq.errors import (
 from ternmq.message import Message
 from ternmq.transport.vm import EmbeddedBroker
 
-Q = Queue("Q")
-R = Queue("R")
+from ._helpers import Q, R, Worker, browse_via, marks, send_via, text, wait_for
+
 WAIT = 5.0  # upper bound for "expect something"
 QUIET = 0.3  # real wait for "expect nothing"
-
-
-# ---- helpers ---------------------------------------------------------------------------------
-class Worker:
-    """Run ``fn`` on a thread; remember its result, its exception and when it finished."""
-
-    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
-        self.result: Any = None
-        self.error: BaseException | None = None
-        self.finished_at: float | None = None
-        self.done = threading.Event()
-        self._fn = fn
-        self._args = args
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        try:
-            self.result = self._fn(*self._args)
-        except BaseException as exc:
-            self.error = exc
-        finally:
-            self.finished_at = time.monotonic()
-            self.done.set()
-
-    def start(self) -> Worker:
-        self.thread.start()
-        return self
-
-    def join(self, timeout: float = WAIT) -> Any:
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), "the worker thread did not finish in time"
-        if self.error is not None:
-            raise self.error
-        return self.result
-
-
-def _send(factory: ConnectionFactory, *texts: str, dest: Queue | Topic = Q) -> None:
-    """Send text messages from a connection of their own (the send has returned after this)."""
-    with factory.create_connection() as c:
-        s = c.create_session()
-        p = s.create_producer(dest)
-        for t in texts:
-            p.send(s.create_text_message(t))
-
-
-def _browse(factory: ConnectionFactory, queue: Queue = Q) -> list[str | None]:
-    """The texts currently on ``queue`` (a browser does not consume them)."""
-    with factory.create_connection() as c:
-        s = c.create_session()
-        return [m.text for m in s.create_browser(queue)]  # type: ignore[attr-defined]
-
-
-def _wait_for(pred: Callable[[], bool], timeout: float = WAIT) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.005)
-    return pred()
-
-
-def _text(m: Message | None) -> str | None:
-    assert m is not None, "expected a message, got None"
-    return m.text  # type: ignore[attr-defined,no-any-return]
-
-
-def _flags(m: Message) -> tuple[str | None, bool, int]:
-    """(text, jms_redelivered, JMSXDeliveryCount) of a delivered message."""
-    return _text(m), m.jms_redelivered, m.get_int_property("JMSXDeliveryCount")
 
 
 # ---- creation --------------------------------------------------------------------------------
@@ -143,7 +73,7 @@ def test_cons_01_invalid_selector_fails_at_creation(connection: Connection) -> N
             with pytest.raises(InvalidSelectorException):
                 s.create_consumer(dest, bad)
     s.create_producer(Q).send(s.create_text_message("for the valid one"))
-    assert _text(s.create_consumer(Q).receive(WAIT)) == "for the valid one"
+    assert text(s.create_consumer(Q).receive(WAIT)) == "for the valid one"
 
 
 def test_cons_02_selector_and_no_local_attributes(connection: Connection) -> None:
@@ -173,8 +103,8 @@ def test_s_cons_1_blocking_receive_and_close(
     k = connection.create_session().create_consumer(Q)
     waiter = Worker(k.receive).start()
     assert not waiter.done.wait(QUIET)
-    _send(factory, "m")
-    assert _text(waiter.join()) == "m"
+    send_via(factory, Q, "m")
+    assert text(waiter.join()) == "m"
     waiter = Worker(k.receive).start()
     assert not waiter.done.wait(0.1)
     k.close()
@@ -204,13 +134,13 @@ def test_cons_03_receive_returns_none_when_closed(factory: ConnectionFactory, cl
 def test_cons_03_receive_waits_for_start(factory: ConnectionFactory) -> None:
     """CONS-03: a message on the queue is not returned by a blocking receive() until the
     connection is started."""
-    _send(factory, "m")
+    send_via(factory, Q, "m")
     with factory.create_connection() as conn:
         k = conn.create_session().create_consumer(Q)
         waiter = Worker(k.receive).start()
         assert not waiter.done.wait(QUIET)
         conn.start()
-        assert _text(waiter.join()) == "m"
+        assert text(waiter.join()) == "m"
 
 
 def test_s_cons_2_receive_no_wait_and_timeouts(
@@ -226,8 +156,8 @@ def test_s_cons_2_receive_no_wait_and_timeouts(
     t0 = time.monotonic()
     assert k.receive(timeout=QUIET) is None
     assert QUIET - 0.02 <= time.monotonic() - t0 < 1.0
-    _send(factory, "m")
-    assert _text(k.receive_no_wait()) == "m"
+    send_via(factory, Q, "m")
+    assert text(k.receive_no_wait()) == "m"
     with pytest.raises(ValueError):
         k.receive(timeout=-1)
     with pytest.raises(ValueError):
@@ -242,8 +172,8 @@ def test_cons_04_zero_timeout_polls(factory: ConnectionFactory, connection: Conn
     assert k.receive(timeout=0) is None
     assert k.receive(0.0) is None
     assert time.monotonic() - t0 < 0.2
-    _send(factory, "z")
-    assert _text(k.receive(0)) == "z"
+    send_via(factory, Q, "z")
+    assert text(k.receive(0)) == "z"
 
 
 def test_cons_04_timeout_returns_message_when_it_arrives(
@@ -252,11 +182,11 @@ def test_cons_04_timeout_returns_message_when_it_arrives(
     """CONS-04: receive(timeout=t) returns a message that arrives before t elapses, without
     waiting for the whole timeout."""
     k = connection.create_session().create_consumer(Q)
-    sender = threading.Timer(0.1, _send, args=(factory, "soon"))
+    sender = threading.Timer(0.1, send_via, args=(factory, Q, "soon"))
     t0 = time.monotonic()
     sender.start()
     try:
-        assert _text(k.receive(timeout=WAIT)) == "soon"
+        assert text(k.receive(timeout=WAIT)) == "soon"
         assert time.monotonic() - t0 < 2.0
     finally:
         sender.join(WAIT)
@@ -265,7 +195,7 @@ def test_cons_04_timeout_returns_message_when_it_arrives(
 
 def test_cons_04_timeout_runs_while_stopped(factory: ConnectionFactory) -> None:
     """CONS-04, CONN-15: the receive timeout keeps running while the connection is stopped."""
-    _send(factory, "m")
+    send_via(factory, Q, "m")
     with factory.create_connection() as conn:
         k = conn.create_session().create_consumer(Q)
         t0 = time.monotonic()
@@ -279,10 +209,10 @@ def test_cons_05_receive_no_wait_returns_available_messages_in_order(
 ) -> None:
     """CONS-05: receive_no_wait() returns the available messages one by one, then None,
     never blocking."""
-    _send(factory, "a", "b", "c")
+    send_via(factory, Q, "a", "b", "c")
     k = connection.create_session().create_consumer(Q)
     t0 = time.monotonic()
-    got = [_text(k.receive_no_wait()) for _ in range(3)]
+    got = [text(k.receive_no_wait()) for _ in range(3)]
     assert k.receive_no_wait() is None
     assert time.monotonic() - t0 < 0.5
     assert got == ["a", "b", "c"]
@@ -300,10 +230,10 @@ def test_cons_06_no_wait_sees_committed_and_pull_mode_messages(broker: EmbeddedB
             tx.create_producer(Q).send(tx.create_text_message("tx"))
             assert k.receive_no_wait() is None  # not committed yet
             tx.commit()
-            assert _text(k.receive_no_wait()) == "tx"
+            assert text(k.receive_no_wait()) == "tx"
             auto = sender.create_session()
             auto.create_producer(Q).send(auto.create_text_message("auto"))
-            assert _text(k.receive_no_wait()) == "auto"
+            assert text(k.receive_no_wait()) == "auto"
             assert k.receive_no_wait() is None
 
 
@@ -335,8 +265,8 @@ def test_s_cons_4_receive_with_listener_raises_then_listener_removed(
         k.receive(timeout=0.1)
     k.message_listener = None
     assert k.message_listener is None
-    _send(factory, "m")
-    assert _text(k.receive(timeout=WAIT)) == "m"
+    send_via(factory, Q, "m")
+    assert text(k.receive(timeout=WAIT)) == "m"
     assert got == []
 
 
@@ -370,12 +300,12 @@ def test_cons_09_iteration_yields_messages_until_closed(
 
     def loop() -> str:
         for m in k:
-            seen.append(_text(m))
+            seen.append(text(m))
         return "ended"
 
     it = Worker(loop).start()
-    _send(factory, "i1", "i2")
-    assert _wait_for(lambda: len(seen) == 2)
+    send_via(factory, Q, "i1", "i2")
+    assert wait_for(lambda: len(seen) == 2)
     assert not it.done.is_set()
     {"consumer": k, "session": s, "connection": conn}[closer].close()
     assert it.join(1.0) == "ended"
@@ -402,18 +332,18 @@ def test_cons_10_listener_delivery_and_removal(
     got: list[str | None] = []
 
     def on_message(m: Message) -> None:
-        got.append(_text(m))
+        got.append(text(m))
 
     k.message_listener = on_message
     assert k.message_listener is on_message
-    _send(factory, "l1", "l2")
-    assert _wait_for(lambda: len(got) == 2)
+    send_via(factory, Q, "l1", "l2")
+    assert wait_for(lambda: len(got) == 2)
     k.message_listener = None
     assert k.message_listener is None
-    _send(factory, "r1")
+    send_via(factory, Q, "r1")
     time.sleep(0.1)
     assert got == ["l1", "l2"]
-    assert _text(k.receive(WAIT)) == "r1"
+    assert text(k.receive(WAIT)) == "r1"
 
 
 def test_cons_10_listener_not_called_while_stopped(factory: ConnectionFactory) -> None:
@@ -421,12 +351,12 @@ def test_cons_10_listener_not_called_while_stopped(factory: ConnectionFactory) -
     got: list[str | None] = []
     with factory.create_connection() as conn:
         k = conn.create_session().create_consumer(Q)
-        k.message_listener = lambda m: got.append(_text(m))
-        _send(factory, "s1")
+        k.message_listener = lambda m: got.append(text(m))
+        send_via(factory, Q, "s1")
         time.sleep(0.1)
         assert got == []
         conn.start()
-        assert _wait_for(lambda: got == ["s1"])
+        assert wait_for(lambda: got == ["s1"])
 
 
 def test_cons_11_replacing_listener_while_delivering(
@@ -440,18 +370,18 @@ def test_cons_11_replacing_listener_while_delivering(
     k = connection.create_session().create_consumer(Q)
 
     def old(m: Message) -> None:
-        first.append(_text(m))
+        first.append(text(m))
         entered.set()
         gate.wait(WAIT)
 
     k.message_listener = old
-    _send(factory, "m1", "m2", "m3")
+    send_via(factory, Q, "m1", "m2", "m3")
     assert entered.wait(WAIT)
     k.message_listener = second.append
     gate.set()
-    assert _wait_for(lambda: len(second) == 2)
+    assert wait_for(lambda: len(second) == 2)
     assert first == ["m1"]
-    assert [_text(m) for m in second] == ["m2", "m3"]  # type: ignore[arg-type]
+    assert [text(m) for m in second] == ["m2", "m3"]  # type: ignore[arg-type]
 
 
 def test_s_cons_3_listener_exception_auto_and_client(
@@ -467,16 +397,16 @@ def test_s_cons_3_listener_exception_auto_and_client(
     k = s.create_consumer(Q)
 
     def auto_listener(m: Message) -> None:
-        seen.append(_flags(m))
+        seen.append(marks(m))
         if len(seen) == 1:
             raise RuntimeError("first sight of m1")
 
     k.message_listener = auto_listener
-    _send(factory, "m1")
-    assert _wait_for(lambda: len(seen) == 2)
+    send_via(factory, Q, "m1")
+    assert wait_for(lambda: len(seen) == 2)
     time.sleep(0.1)
     assert seen == [("m1", False, 1), ("m1", True, 2)]
-    assert _browse(factory) == []
+    assert browse_via(factory) == []
     assert any(
         r.exc_info is not None and r.exc_info[0] is RuntimeError and "consumer" in r.getMessage()
         for r in caplog.records
@@ -490,18 +420,18 @@ def test_s_cons_3_listener_exception_auto_and_client(
     recovered: set[str | None] = set()
 
     def client_listener(m: Message) -> None:
-        observed.append(_flags(m))
-        text = _text(m)
-        if text == "m2" and text not in recovered:
-            recovered.add(text)
+        observed.append(marks(m))
+        t = text(m)
+        if t == "m2" and t not in recovered:
+            recovered.add(t)
             cs.recover()
-        if text == "m1" and text not in failed_once:
-            failed_once.add(text)
+        if t == "m1" and t not in failed_once:
+            failed_once.add(t)
             raise RuntimeError("first sight of m1")
 
     ck.message_listener = client_listener
-    _send(factory, "m1", "m2", dest=R)
-    assert _wait_for(lambda: len(observed) == 4)
+    send_via(factory, R, "m1", "m2")
+    assert wait_for(lambda: len(observed) == 4)
     time.sleep(0.1)
     assert observed == [("m1", False, 1), ("m2", False, 1), ("m1", True, 2), ("m2", True, 2)]
 
@@ -515,13 +445,13 @@ def test_cons_12_listener_exception_dups_ok_redelivers(
     k = connection.create_session(False, Session.DUPS_OK_ACKNOWLEDGE).create_consumer(Q)
 
     def listener(m: Message) -> None:
-        seen.append(_flags(m))
+        seen.append(marks(m))
         if len(seen) == 1:
             raise ValueError("boom")
 
     k.message_listener = listener
-    _send(factory, "d1", "d2")
-    assert _wait_for(lambda: len(seen) == 3)
+    send_via(factory, Q, "d1", "d2")
+    assert wait_for(lambda: len(seen) == 3)
     time.sleep(0.1)
     assert seen == [("d1", False, 1), ("d1", True, 2), ("d2", False, 1)]
 
@@ -537,19 +467,19 @@ def test_cons_12_listener_exception_transacted_does_not_roll_back(
     k = s.create_consumer(Q)
 
     def listener(m: Message) -> None:
-        seen.append(_flags(m))
-        if _text(m) == "t1":
+        seen.append(marks(m))
+        if text(m) == "t1":
             raise RuntimeError("t1 fails")
         s.commit()
         committed.set()
 
     k.message_listener = listener
-    _send(factory, "t1", "t2")
+    send_via(factory, Q, "t1", "t2")
     assert committed.wait(WAIT)
     time.sleep(0.1)
     assert seen == [("t1", False, 1), ("t2", False, 1)]
     k.close()
-    assert _browse(factory) == []
+    assert browse_via(factory) == []
 
 
 def test_cons_12_dispatch_thread_survives_exceptions(
@@ -562,14 +492,14 @@ def test_cons_12_dispatch_thread_survives_exceptions(
     k = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE).create_consumer(Q)
 
     def listener(m: Message) -> None:
-        seen.append(_text(m))
+        seen.append(text(m))
         err = next(errors, None)
         if err is not None:
             raise err
 
     k.message_listener = listener
-    _send(factory, "a", "b", "c", "d")
-    assert _wait_for(lambda: len(seen) == 4)
+    send_via(factory, Q, "a", "b", "c", "d")
+    assert wait_for(lambda: len(seen) == 4)
     assert seen == ["a", "b", "c", "d"]
 
 
@@ -592,7 +522,7 @@ def test_cons_13_listeners_of_a_session_are_serial_on_a_provider_thread(
             peak[0] = max(peak[0], active[0])
             threads.add(threading.get_ident())
         time.sleep(0.01)
-        reply.send(s.create_text_message(f"re:{_text(m)}"))
+        reply.send(s.create_text_message(f"re:{text(m)}"))
         with lock:
             active[0] -= 1
             count[0] += 1
@@ -605,17 +535,17 @@ def test_cons_13_listeners_of_a_session_are_serial_on_a_provider_thread(
         for i in range(5):
             pq.send(ps.create_text_message(f"q{i}"))
             pt.send(ps.create_text_message(f"t{i}"))
-    assert _wait_for(lambda: count[0] == 10)
+    assert wait_for(lambda: count[0] == 10)
     assert peak[0] == 1
     assert threading.get_ident() not in threads
-    assert sorted(_browse(factory, R)) == sorted(  # type: ignore[type-var]
+    assert sorted(browse_via(factory, R)) == sorted(  # type: ignore[type-var]
         [f"re:q{i}" for i in range(5)] + [f"re:t{i}" for i in range(5)]
     )
 
 
 def _redeliver_by(how: str, factory: ConnectionFactory) -> tuple[str | None, bool, int]:
     """Receive m once, make it come back by ``how``, and return its second delivery's flags."""
-    _send(factory, "m")
+    send_via(factory, Q, "m")
     conn = factory.create_connection()
     conn.start()
     transacted = how == "rollback"
@@ -626,7 +556,7 @@ def _redeliver_by(how: str, factory: ConnectionFactory) -> tuple[str | None, boo
     )
     k = s.create_consumer(Q)
     first = k.receive(WAIT)
-    assert first is not None and _flags(first) == ("m", False, 1)
+    assert first is not None and marks(first) == ("m", False, 1)
     if how == "recover":
         s.recover()
     elif how == "rollback":
@@ -639,13 +569,13 @@ def _redeliver_by(how: str, factory: ConnectionFactory) -> tuple[str | None, boo
         again = k.receive(WAIT)
         assert again is not None
         conn.close()
-        return _flags(again)
+        return marks(again)
     conn.close()
     with factory.create_connection() as c2:
         c2.start()
         again = c2.create_session().create_consumer(Q).receive(WAIT)
         assert again is not None
-        return _flags(again)
+        return marks(again)
 
 
 @pytest.mark.parametrize("how", ["recover", "rollback", "session close", "connection close"])
@@ -678,7 +608,7 @@ def test_s_cons_5_close_from_own_listener_and_from_another_thread(
         returned_at.append(time.monotonic())
 
     k.message_listener = listener
-    _send(factory, "m")
+    send_via(factory, Q, "m")
     assert entered.wait(WAIT)
     assert len(outcome) == 1 and isinstance(outcome[0], IllegalStateException)
     assert not isinstance(outcome[0], JMSRuntimeException)
@@ -713,15 +643,15 @@ def test_cons_16_close_from_own_listener_leaves_consumer_open(
     errors: list[BaseException] = []
 
     def listener(m: Message) -> None:
-        seen.append(_text(m))
+        seen.append(text(m))
         try:
             k.close()
         except IllegalStateException as exc:
             errors.append(exc)
 
     k.message_listener = listener
-    _send(factory, "a", "b")
-    assert _wait_for(lambda: len(seen) == 2)
+    send_via(factory, Q, "a", "b")
+    assert wait_for(lambda: len(seen) == 2)
     assert seen == ["a", "b"] and len(errors) == 2
     assert k.message_listener is listener
 
@@ -759,8 +689,8 @@ def test_cons_17_closed_consumer_raises_and_close_is_idempotent(
         _ = 1 / 0
     with pytest.raises(IllegalStateException):
         failing.receive_no_wait()
-    _send(factory, "still there")
-    assert _text(s.create_consumer(Q).receive(WAIT)) == "still there"
+    send_via(factory, Q, "still there")
+    assert text(s.create_consumer(Q).receive(WAIT)) == "still there"
 
 
 def test_cons_18_closing_consumer_does_not_acknowledge_client(
@@ -769,20 +699,20 @@ def test_cons_18_closing_consumer_does_not_acknowledge_client(
     """CONS-18: in CLIENT mode, messages a consumer delivered stay unacknowledged after it
     closes: recover() brings them back (redelivered); acknowledge() through the session
     then consumes them."""
-    _send(factory, "c1", "c2")
+    send_via(factory, Q, "c1", "c2")
     s = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
     k = s.create_consumer(Q)
     c1 = k.receive(WAIT)
-    assert c1 is not None and _flags(c1) == ("c1", False, 1)
+    assert c1 is not None and marks(c1) == ("c1", False, 1)
     k.close()
-    assert _browse(factory) == ["c1", "c2"]
+    assert browse_via(factory) == ["c1", "c2"]
     s.recover()
     k2 = s.create_consumer(Q)
-    got = [_flags(m) for m in (k2.receive(WAIT), k2.receive(WAIT)) if m is not None]
+    got = [marks(m) for m in (k2.receive(WAIT), k2.receive(WAIT)) if m is not None]
     assert got == [("c1", True, 2), ("c2", False, 1)]
     k2.close()
     s.acknowledge()
-    assert _browse(factory) == []
+    assert browse_via(factory) == []
 
 
 def test_cons_18_closed_consumer_messages_acknowledged_by_session(
@@ -790,15 +720,15 @@ def test_cons_18_closed_consumer_messages_acknowledged_by_session(
 ) -> None:
     """CONS-18, SESS-19: a message delivered by a consumer that was closed is acknowledged
     when the session acknowledges (through another message)."""
-    _send(factory, "x1", "x2")
+    send_via(factory, Q, "x1", "x2")
     s = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
     k = s.create_consumer(Q)
-    assert _text(k.receive(WAIT)) == "x1"
+    assert text(k.receive(WAIT)) == "x1"
     k.close()
     x2 = s.create_consumer(Q).receive(WAIT)
-    assert x2 is not None and _flags(x2) == ("x2", False, 1)
+    assert x2 is not None and marks(x2) == ("x2", False, 1)
     x2.acknowledge()
-    assert _browse(factory) == []
+    assert browse_via(factory) == []
 
 
 @pytest.mark.parametrize("outcome", ["commit", "rollback"])
@@ -807,20 +737,20 @@ def test_cons_18_transacted_settled_by_commit_or_rollback(
 ) -> None:
     """CONS-18: in a transacted session the messages a closed consumer delivered are settled
     by the next commit (consumed) or rollback (redelivered, count 2)."""
-    _send(factory, "t1")
+    send_via(factory, Q, "t1")
     s = connection.create_session(True)
     k = s.create_consumer(Q)
-    assert _text(k.receive(WAIT)) == "t1"
+    assert text(k.receive(WAIT)) == "t1"
     k.close()
-    assert _browse(factory) == ["t1"]
+    assert browse_via(factory) == ["t1"]
     getattr(s, outcome)()
     if outcome == "commit":
-        assert _browse(factory) == []
+        assert browse_via(factory) == []
     else:
         again = s.create_consumer(Q).receive(WAIT)
-        assert again is not None and _flags(again) == ("t1", True, 2)
+        assert again is not None and marks(again) == ("t1", True, 2)
         s.commit()
-        assert _browse(factory) == []
+        assert browse_via(factory) == []
 
 
 def test_cons_18_prefetched_messages_go_back_unmarked(
@@ -828,12 +758,12 @@ def test_cons_18_prefetched_messages_go_back_unmarked(
 ) -> None:
     """CONS-18: messages prefetched by a consumer but never handed to the application go back
     on close without being marked redelivered, in their order."""
-    _send(factory, "p1", "p2", "p3")
+    send_via(factory, Q, "p1", "p2", "p3")
     s = connection.create_session()
     k = s.create_consumer(Q)  # prefetch (default 100) takes all three
-    assert _flags(k.receive(WAIT)) == ("p1", False, 1)  # type: ignore[arg-type]
+    assert marks(k.receive(WAIT)) == ("p1", False, 1)  # type: ignore[arg-type]
     k.close()
     k2 = s.create_consumer(Q)
     got = [k2.receive(WAIT), k2.receive(WAIT)]
-    assert [_flags(m) for m in got if m is not None] == [("p2", False, 1), ("p3", False, 1)]
+    assert [marks(m) for m in got if m is not None] == [("p2", False, 1), ("p3", False, 1)]
     assert k2.receive_no_wait() is None

@@ -44,6 +44,8 @@ from ternmq.message import (
 )
 from ternmq.transport.vm import EmbeddedBroker
 
+from ._helpers import delivery_count
+
 WAIT = 2.0
 NOTHING = 0.2
 
@@ -66,10 +68,6 @@ def other(factory: ConnectionFactory) -> Iterator[JMSContext]:
 
 def _body(consumer: JMSConsumer, cls: type[object] = str) -> object:
     return consumer.receive_body(cls, timeout=WAIT)
-
-
-def _count(msg: Message) -> int:
-    return msg.get_int_property("JMSXDeliveryCount")
 
 
 def _until_receiving(consumer: JMSConsumer) -> None:
@@ -101,6 +99,50 @@ class _Recorder:
         self.threads.append(threading.get_ident())
         self.failed.append((message, exception))
         self.done.set()
+
+
+def _close_waits_for_listener(
+    consumer: JMSConsumer, send: Callable[[], object], close: Callable[[], None]
+) -> None:
+    """With a listener on ``consumer`` busy with the message ``send`` sent, ``close()`` (run
+    on another thread) returns only after the listener has returned."""
+    entered, release = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def listener(m: Message) -> None:
+        entered.set()
+        release.wait(WAIT)
+        order.append("listener returned")
+
+    consumer.message_listener = listener
+    send()
+    assert entered.wait(WAIT)
+
+    def closing() -> None:
+        close()
+        order.append("close returned")
+
+    closer = threading.Thread(target=closing)
+    closer.start()
+    closer.join(0.1)
+    assert closer.is_alive(), "close() returned while a listener was running"
+    release.set()
+    closer.join(WAIT)
+    assert order == ["listener returned", "close returned"]
+
+
+def _temporary_queue_lives_until_last_sibling_closes(
+    first: JMSContext, last: JMSContext, tq: TemporaryQueue, other: JMSContext
+) -> None:
+    """CTX-04: ``tq`` (of the connection ``first`` and ``last`` share) still works after
+    ``first`` closes and is gone once ``last`` has closed too; ``other`` is on another
+    connection."""
+    first.close()
+    other.create_producer().send(tq, "still here")
+    assert _body(last.create_consumer(tq)) == "still here"
+    last.close()
+    with pytest.raises(InvalidDestinationException):
+        other.create_producer().send(tq, "gone")
 
 
 def _outcome(fn: Callable[[], object]) -> type[Exception] | None:
@@ -238,41 +280,16 @@ def test_ctx_04_last_context_closes_connection_and_temporaries(
     a = factory.create_context()
     tq = a.create_temporary_queue()
     b = a.create_context()
-    a.close()
-    other.create_producer().send(tq, "still here")
-    assert _body(b.create_consumer(tq)) == "still here"
-    b.close()
-    with pytest.raises(InvalidDestinationException):
-        other.create_producer().send(tq, "gone")
+    _temporary_queue_lives_until_last_sibling_closes(a, b, tq, other)
 
 
 def test_ctx_05_close_waits_for_running_listener(factory: ConnectionFactory) -> None:
     """CTX-05: close() returns only after the running listener has returned."""
     ctx = factory.create_context()
     q = ctx.create_queue("q05")
-    entered, release = threading.Event(), threading.Event()
-    order: list[str] = []
-
-    def listener(m: Message) -> None:
-        entered.set()
-        release.wait(WAIT)
-        order.append("listener returned")
-
-    ctx.create_consumer(q).message_listener = listener
-    ctx.create_producer().send(q, "m")
-    assert entered.wait(WAIT)
-
-    def close() -> None:
-        ctx.close()
-        order.append("close returned")
-
-    closer = threading.Thread(target=close)
-    closer.start()
-    closer.join(0.1)
-    assert closer.is_alive(), "close() returned while a listener was running"
-    release.set()
-    closer.join(WAIT)
-    assert order == ["listener returned", "close returned"]
+    _close_waits_for_listener(
+        ctx.create_consumer(q), lambda: ctx.create_producer().send(q, "m"), ctx.close
+    )
 
 
 def test_ctx_05_close_ends_pending_receive(factory: ConnectionFactory) -> None:
@@ -587,7 +604,7 @@ def test_ctx_12_commit_and_rollback(factory: ConnectionFactory, other: JMSContex
         assert _body(c) == "in"
         x.rollback()
         again = c.receive(timeout=WAIT)
-        assert again is not None and again.jms_redelivered and _count(again) == 2
+        assert again is not None and again.jms_redelivered and delivery_count(again) == 2
         x.commit()
         assert c.receive(timeout=NOTHING) is None
 
@@ -617,7 +634,7 @@ def test_ctx_13_recover(factory: ConnectionFactory) -> None:
         first, second = c.receive(timeout=WAIT), c.receive(timeout=WAIT)
         assert first is not None and second is not None
         assert [first.get_body(str), second.get_body(str)] == ["a", "b"]
-        assert first.jms_redelivered and _count(first) == 2
+        assert first.jms_redelivered and delivery_count(first) == 2
 
 
 def test_ctx_14_acknowledge_all_consumed(factory: ConnectionFactory, other: JMSContext) -> None:
@@ -1273,7 +1290,7 @@ def test_ctx_36_failed_receive_body_not_consumed_scenario_s5(
             c.receive_body_no_wait(str)
         got = c.receive(timeout=WAIT)
         assert isinstance(got, StreamMessage)
-        assert got.jms_redelivered is False and _count(got) == 1
+        assert got.jms_redelivered is False and delivery_count(got) == 1
         assert c.receive_body(str, timeout=WAIT) == "T"
         assert c.receive(timeout=NOTHING) is None
 
@@ -1293,7 +1310,7 @@ def test_ctx_36_client_ack_failed_receive_body_scenario_s5(factory: ConnectionFa
         ctx.recover()
         got = c.receive(timeout=WAIT)
         assert isinstance(got, StreamMessage)
-        assert got.jms_redelivered is True and _count(got) == 2
+        assert got.jms_redelivered is True and delivery_count(got) == 2
 
 
 def test_ctx_36_transacted_failed_receive_body(factory: ConnectionFactory) -> None:
@@ -1310,7 +1327,7 @@ def test_ctx_36_transacted_failed_receive_body(factory: ConnectionFactory) -> No
         ctx.rollback()
         got = c.receive(timeout=WAIT)
         assert got is not None and type(got) is Message
-        assert got.jms_redelivered is True and _count(got) == 2
+        assert got.jms_redelivered is True and delivery_count(got) == 2
         assert c.receive_body(str, timeout=WAIT) == "T"
         ctx.commit()
         assert c.receive(timeout=NOTHING) is None
@@ -1388,29 +1405,7 @@ def test_ctx_39_close_waits_for_listener_and_ends_durable_activity(
         ctx.client_id = "ctx39"
         t = ctx.create_topic("t39")
         d = ctx.create_durable_consumer(t, "d")
-        entered, release = threading.Event(), threading.Event()
-        order: list[str] = []
-
-        def listener(m: Message) -> None:
-            entered.set()
-            release.wait(WAIT)
-            order.append("listener")
-
-        d.message_listener = listener
-        ctx.create_producer().send(t, "first")
-        assert entered.wait(WAIT)
-
-        def close() -> None:
-            d.close()
-            order.append("close")
-
-        closer = threading.Thread(target=close)
-        closer.start()
-        closer.join(0.1)
-        assert closer.is_alive()
-        release.set()
-        closer.join(WAIT)
-        assert order == ["listener", "close"]
+        _close_waits_for_listener(d, lambda: ctx.create_producer().send(t, "first"), d.close)
         ctx.create_producer().send(t, "kept")
         assert _body(ctx.create_durable_consumer(t, "d")) == "kept"
 
@@ -1435,12 +1430,7 @@ def test_ctx_s2_shared_connection_client_id_no_local_temporaries(
     other.create_producer().send(t, "from elsewhere")
     assert _body(c) == "from elsewhere"
     assert c.receive(timeout=NOTHING) is None
-    a.close()
-    other.create_producer().send(tq, "to tq")
-    assert _body(b.create_consumer(tq)) == "to tq"
-    b.close()
-    with pytest.raises(InvalidDestinationException):
-        other.create_producer().send(tq, "late")
+    _temporary_queue_lives_until_last_sibling_closes(a, b, tq, other)
 
 
 def test_ctx_s6_producer_settings_scenario(ctx: JMSContext) -> None:

@@ -44,9 +44,9 @@ from ternmq.message import BytesMessage, Message, StreamMessage, TextMessage
 from ternmq.store import MemoryStore, Op
 from ternmq.transport.vm import EmbeddedBroker
 
-Q = Queue("Q")
+from ._helpers import Q, Worker, browse_via, not_raising_checked, send_via, wait_for
+
 WAIT = 5.0  # upper bound for "expect something"
-QUIET = 0.3  # real wait for "expect nothing"
 
 # EXC-02: the checked types that have a runtime twin, and those that have none.
 TWINNED = {
@@ -79,35 +79,6 @@ class FailingStore(MemoryStore):
 
 
 # ---- helpers ---------------------------------------------------------------------------------
-class Worker:
-    """Run ``fn`` on a thread; remember its result and its exception."""
-
-    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
-        self.result: Any = None
-        self.error: BaseException | None = None
-        self.done = threading.Event()
-        self._fn = fn
-        self._args = args
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        try:
-            self.result = self._fn(*self._args)
-        except BaseException as exc:
-            self.error = exc
-        finally:
-            self.done.set()
-
-    def start(self) -> Worker:
-        self.thread.start()
-        return self
-
-    def join(self, timeout: float = WAIT) -> Any:
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), "the worker thread did not finish in time"
-        if self.error is not None:
-            raise self.error
-        return self.result
 
 
 class Completion:
@@ -131,29 +102,6 @@ class Completion:
     def on_exception(self, message: Message, exception: Exception) -> None:
         self.outcomes.append(("failed", exception))
         self.done.set()
-
-
-def _send(factory: ConnectionFactory, *texts: str, dest: Queue | Topic = Q) -> None:
-    with factory.create_connection() as c:
-        s = c.create_session()
-        p = s.create_producer(dest)
-        for t in texts:
-            p.send(s.create_text_message(t))
-
-
-def _browse(factory: ConnectionFactory, queue: Queue = Q) -> list[str | None]:
-    with factory.create_connection() as c:
-        s = c.create_session()
-        return [m.text for m in s.create_browser(queue)]  # type: ignore[attr-defined]
-
-
-def _wait_for(pred: Callable[[], bool], timeout: float = WAIT) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.005)
-    return pred()
 
 
 def _checked(exc: BaseException, cls: type[JMSException]) -> None:
@@ -203,7 +151,7 @@ def test_s_exc_2_vm_stand_in_failure_is_linked(make_broker: Callable[..., Embedd
     conn.exception_listener = reported.append
     s = conn.create_session()
     b.stop()
-    assert _wait_for(lambda: len(reported) == 1)
+    assert wait_for(lambda: len(reported) == 1)
     failure = reported[0]
     _checked(failure, JMSException)
     assert b.url in str(failure)
@@ -475,7 +423,7 @@ def test_exc_05_stop_or_close_from_message_listener(factory: ConnectionFactory, 
 
     k.message_listener = listener
     conn.start()
-    _send(factory, "x")
+    send_via(factory, Q, "x")
     assert done.wait(WAIT)
     assert len(seen) == 1 and seen[0] is not None
     _checked(seen[0], IllegalStateException)
@@ -501,7 +449,7 @@ def test_exc_05_close_commit_rollback_from_completion_listener(
     assert len(listener.outcomes) == 1 and listener.outcomes[0][0] == "raised"
     _checked(listener.outcomes[0][1], IllegalStateException)
     s.commit()  # the session is still usable from the application thread
-    assert _browse(factory) == ["async"]
+    assert browse_via(factory) == ["async"]
     Worker(conn.close).start().join()
 
 
@@ -564,20 +512,9 @@ def test_exc_08_invalid_destination_cases(make_broker: Callable[..., EmbeddedBro
             Message(), destination=deleted
         )
         cases["consumer on deleted temporary queue"] = lambda: s.create_consumer(deleted)
-        wrong: list[str] = []
-        for name, fn in cases.items():
-            try:
-                fn()
-            except InvalidDestinationException as exc:
-                if isinstance(exc, JMSRuntimeException):
-                    wrong.append(f"{name}: runtime flavour")
-            except Exception as exc:
-                wrong.append(f"{name}: {exc!r}")
-            else:
-                wrong.append(f"{name}: no exception")
-        assert wrong == []
+        assert not_raising_checked(cases, InvalidDestinationException) == []
         anonymous.send(s.create_text_message("ok"), destination=Q)
-        assert _browse(f) == ["ok"]
+        assert browse_via(f) == ["ok"]
 
 
 def test_exc_09_invalid_selector_at_every_creating_call(connection: Connection) -> None:
@@ -681,7 +618,7 @@ def test_exc_11_full_destination_fail_policy(make_broker: Callable[..., Embedded
         assert listener.done.wait(WAIT)
         assert [o[0] for o in listener.outcomes] == ["failed"]
         _checked(listener.outcomes[0][1], ResourceAllocationException)
-        assert _browse(f) == [big]
+        assert browse_via(f) == [big]
 
 
 def test_exc_13_commit_that_rolls_back(make_broker: Callable[..., EmbeddedBroker]) -> None:
@@ -690,7 +627,7 @@ def test_exc_13_commit_that_rolls_back(make_broker: Callable[..., EmbeddedBroker
     delivered, its received message comes back redelivered, and the session goes on."""
     b = make_broker(max_bytes=2000, full_policy="fail")
     f = ConnectionFactory(b.url)
-    _send(f, "in", dest=Queue("IN"))
+    send_via(f, Queue("IN"), "in")
     with f.create_connection() as conn:
         conn.start()
         tx = conn.create_session(True)
@@ -702,15 +639,15 @@ def test_exc_13_commit_that_rolls_back(make_broker: Callable[..., EmbeddedBroker
         p.send(tx.create_text_message("b" * 1200))
         e = _raises_checked(TransactionRolledBackException, tx.commit)
         assert "queue://Q" in str(e)
-        assert _browse(f) == []
+        assert browse_via(f) == []
         again = k.receive(WAIT)
         assert again is not None and again.text == "in"  # type: ignore[attr-defined]
         assert again.jms_redelivered is True
         assert again.get_int_property("JMSXDeliveryCount") == 2
         p.send(tx.create_text_message("small"))
         tx.commit()
-        assert _browse(f) == ["small"]
-        assert _browse(f, Queue("IN")) == []
+        assert browse_via(f) == ["small"]
+        assert browse_via(f, Queue("IN")) == []
 
 
 def test_exc_14_each_error_reported_in_exactly_one_place(
@@ -749,7 +686,7 @@ def test_exc_14_each_error_reported_in_exactly_one_place(
     time.sleep(0.05)
     b.stop()
     assert waiter.join(1.0) is None  # the failure is not raised to the blocked caller
-    assert _wait_for(lambda: len(exception_listener_calls) == 1)
+    assert wait_for(lambda: len(exception_listener_calls) == 1)
     time.sleep(0.1)
     assert len(exception_listener_calls) == 1
     conn.close()
@@ -780,14 +717,14 @@ def test_s_exc_3_failing_listener_dead_letters_and_connection_survives(
     s = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
     s.create_consumer(Q).message_listener = listener
     conn.start()
-    _send(f, "m1")
-    assert _wait_for(lambda: len(calls) == 3)
+    send_via(f, Q, "m1")
+    assert wait_for(lambda: len(calls) == 3)
     time.sleep(0.1)
     assert calls == [("m1", 1, False), ("m1", 2, True), ("m1", 3, True)]
-    _send(f, "m2")
-    assert _wait_for(lambda: len(calls) == 4)
+    send_via(f, Q, "m2")
+    assert wait_for(lambda: len(calls) == 4)
     assert calls[3] == ("m2", 1, False)
-    assert _browse(f) == []
+    assert browse_via(f) == []
     dead = conn.create_session().create_consumer(Queue("DLQ")).receive(WAIT)
     assert dead is not None and dead.text == "m1"  # type: ignore[attr-defined]
     assert exception_listener_calls == []
@@ -824,7 +761,7 @@ def test_exc_15_completion_listener_exception_is_contained(
         p.send(s.create_text_message("3"))
         s.close()
     assert any(r.exc_info is not None and r.exc_info[0] is RuntimeError for r in caplog.records)
-    assert _browse(factory) == ["1", "2", "3"]
+    assert browse_via(factory) == ["1", "2", "3"]
 
 
 def test_exc_15_exception_listener_exception_is_contained(
@@ -844,7 +781,7 @@ def test_exc_15_exception_listener_exception_is_contained(
     conn.exception_listener = on_exception
     b.stop()
     assert called.wait(WAIT)
-    assert _wait_for(
+    assert wait_for(
         lambda: any(
             r.exc_info is not None and r.exc_info[0] is RuntimeError for r in caplog.records
         )

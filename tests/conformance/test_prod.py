@@ -17,8 +17,8 @@ import pytest
 
 from ternmq.broker.clock import FakeClock
 from ternmq.broker.config import DestinationPolicy
-from ternmq.client import Connection, ConnectionFactory, MessageConsumer, Session
-from ternmq.destination import Queue, Topic
+from ternmq.client import Connection, ConnectionFactory, Session
+from ternmq.destination import Queue
 from ternmq.errors import (
     IllegalStateException,
     InvalidDestinationException,
@@ -30,53 +30,26 @@ from ternmq.errors import (
 )
 from ternmq.message import DeliveryMode, Message, TextMessage
 from ternmq.store import MemoryStore
-from ternmq.transport.vm import EmbeddedBroker
+
+from ._helpers import (
+    Q2,
+    MakeBroker,
+    Q,
+    T,
+    browse_via,
+    drain,
+    drain_messages_via,
+    drain_via,
+    marks,
+    text,
+    wait_for,
+)
 
 NOTHING = 0.05  # seconds a receive waits when nothing must arrive
 WAIT = 5.0  # upper bound for something that must arrive (returns as soon as it does)
 
-Q = Queue("Q")
-Q2 = Queue("Q2")
-T = Topic("T")
-
-MakeBroker = Callable[..., EmbeddedBroker]
-
 
 # ---- helpers ----------------------------------------------------------------------------------
-
-
-def count(m: Message) -> int:
-    """JMSXDeliveryCount of a received message."""
-    return m.get_int_property("JMSXDeliveryCount")
-
-
-def text(m: Message | None) -> str | None:
-    assert isinstance(m, TextMessage), f"expected a TextMessage, got {m!r}"
-    return m.text
-
-
-def receive_all(consumer: MessageConsumer) -> list[Message]:
-    out = []
-    while (m := consumer.receive(NOTHING)) is not None:
-        out.append(m)
-    return out
-
-
-def drain(factory: ConnectionFactory, dest: Queue) -> list[str | None]:
-    """Consume (AUTO) everything currently available on ``dest`` from a fresh connection."""
-    return [text(m) for m in drain_messages(factory, dest)]
-
-
-def drain_messages(factory: ConnectionFactory, dest: Queue) -> list[Message]:
-    with factory.create_connection() as conn:
-        conn.start()
-        return receive_all(conn.create_session().create_consumer(dest))
-
-
-def browse(factory: ConnectionFactory, dest: Queue) -> list[str | None]:
-    """The texts a queue browser of a fresh connection shows."""
-    with factory.create_connection() as conn:
-        return [text(m) for m in conn.create_session().create_browser(dest)]
 
 
 class Recorder:
@@ -121,13 +94,6 @@ class Recorder:
         return [t for _, _, t, _, _ in self.calls]
 
 
-def wait_for(predicate: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.005)
-
-
 # ---- creation, defaults, validation ---------------------------------------------------------
 
 
@@ -160,8 +126,8 @@ def test_s_prod_2_destination_rules(connection: Connection, factory: ConnectionF
         bound.send(Q2, m)
     bound.send(session.create_text_message("own-kw"), destination=Q)
     bound.send(Q, session.create_text_message("own-positional"))
-    assert drain(factory, Q) == ["kw", "positional", "own-kw", "own-positional"]
-    assert drain(factory, Q2) == []
+    assert drain_via(factory, Q) == ["kw", "positional", "own-kw", "own-positional"]
+    assert drain_via(factory, Q2) == []
 
 
 def test_s_prod_3_defaults_and_invalid_settings(connection: Connection) -> None:
@@ -216,7 +182,7 @@ def test_prod_04_invalid_per_send_arguments(
         p.send(session.create_text_message("bad"), **kwargs)
     assert (p.priority, p.delivery_mode, p.time_to_live) == (4, 2, 0)
     p.send(session.create_text_message("good"))
-    got = drain_messages(factory, Q)
+    got = drain_messages_via(factory, Q)
     assert [(text(m), m.jms_priority, m.jms_delivery_mode) for m in got] == [("good", 4, 2)]
 
 
@@ -236,7 +202,7 @@ def test_prod_05_per_send_arguments_apply_once(
         m2 = session.create_text_message("default")
         p.send(m2)
         assert (m2.jms_delivery_mode, m2.jms_priority, m2.jms_expiration) == (2, 4, 0)
-        got = receive_all(session.create_consumer(Q))
+        got = drain(session.create_consumer(Q), timeout=NOTHING)
         assert [(text(m), m.jms_delivery_mode, m.jms_priority) for m in got] == [
             ("once", 1, 9),
             ("default", 2, 4),
@@ -256,7 +222,7 @@ def test_prod_06_send_of_a_non_message(connection: Connection, factory: Connecti
         anon.send("text", destination=Q)  # type: ignore[arg-type]
     with pytest.raises(MessageFormatException):
         anon.send(Q, b"bytes")
-    assert drain(factory, Q) == []
+    assert drain_via(factory, Q) == []
 
 
 # ---- what a send does to the message ----------------------------------------------------------
@@ -351,8 +317,8 @@ def test_prod_08_redelivered_not_assigned_by_send(
     m.jms_redelivered = True
     session.create_producer(Q).send(m)
     assert m.jms_redelivered is True
-    got = drain_messages(factory, Q)
-    assert [(text(x), x.jms_redelivered, count(x)) for x in got] == [("m", False, 1)]
+    got = drain_messages_via(factory, Q)
+    assert [marks(x) for x in got] == [("m", False, 1)]
 
 
 def test_s_prod_4_disabled_id_and_timestamp(
@@ -398,7 +364,7 @@ def test_s_prod_10_message_reusable_after_send(
     m.text = "b"
     m.set_string_property("v", "2")
     p.send(m)
-    got = drain_messages(factory, Q)
+    got = drain_messages_via(factory, Q)
     assert [(text(x), x.get_string_property("v")) for x in got] == [("a", "1"), ("b", "2")]
     assert got[0].jms_message_id == first_id
     assert got[0].jms_message_id != got[1].jms_message_id
@@ -438,7 +404,7 @@ def test_prod_13_broker_errors_raised_from_send(make_broker: MakeBroker, mode: i
         p.send(session.create_text_message("x" * 2000), destination=Q)
         with pytest.raises(ResourceAllocationException):
             p.send(session.create_text_message("y" * 2000), destination=Q)
-    assert [len(t or "") for t in drain(factory, Q)] == [2000]
+    assert [len(t or "") for t in drain_via(factory, Q)] == [2000]
 
 
 def test_prod_14_send_after_close_raises(factory: ConnectionFactory) -> None:
@@ -460,7 +426,7 @@ def test_prod_14_send_after_close_raises(factory: ConnectionFactory) -> None:
     with pytest.raises(IllegalStateException):
         p3.send(m, destination=Q)
     p3.close()
-    assert drain(factory, Q) == ["m"]
+    assert drain_via(factory, Q) == ["m"]
 
 
 def test_prod_15_persistent_survives_restart_non_persistent_never_twice(
@@ -476,10 +442,10 @@ def test_prod_15_persistent_survives_restart_non_persistent_never_twice(
     p.send(session.create_text_message("persistent"), delivery_mode=DeliveryMode.PERSISTENT)
     p.send(session.create_text_message("transient"), delivery_mode=DeliveryMode.NON_PERSISTENT)
     after = ConnectionFactory(make_broker(store=store).url)  # recovers the store as it is now
-    got = drain(after, Q)
+    got = drain_via(after, Q)
     assert got.count("persistent") == 1
     assert got.count("transient") <= 1
-    assert drain(after, Q) == []
+    assert drain_via(after, Q) == []
     conn.close()
 
 
@@ -499,7 +465,7 @@ def test_s_prod_6_expired_messages_are_not_delivered(
         clock.advance(1.0)
         conn.start()
         consumer = session.create_consumer(Q)
-        got = receive_all(consumer)
+        got = drain(consumer, timeout=NOTHING)
         assert [text(m) for m in got] == ["forever"]
         assert got[0].jms_expiration == 0
         clock.advance(3600.0)
@@ -533,7 +499,7 @@ def test_prod_16_expired_not_delivered_to_prefetch_listener_or_redelivery(
         p.send(TextMessage("d"))
         clock.advance(2.0)
         listener_session.create_consumer(Q).message_listener = lambda m: seen.append(text(m))
-        wait_for(lambda: len(seen) >= 1)
+        assert wait_for(lambda: len(seen) >= 1), "condition not reached in time"
         time.sleep(NOTHING)
         assert seen == ["d"]
 
@@ -582,7 +548,7 @@ def test_prod_17_delayed_message_to_listener(
         time.sleep(NOTHING)
         assert seen == []
         clock.advance(5.0)
-        wait_for(lambda: len(seen) == 1)
+        assert wait_for(lambda: len(seen) == 1), "condition not reached in time"
         assert seen == [("m", t0 + 5000)]
 
 
@@ -613,7 +579,7 @@ def test_prod_19_priority_order(connection: Connection, factory: ConnectionFacto
         p.send(session.create_text_message(f"{prio}-{i}"), priority=prio)
         sent.append((prio, i))
     expected = [f"{prio}-{i}" for prio, i in sorted(sent, key=lambda x: (-x[0], x[1]))]
-    got = drain_messages(factory, Q)
+    got = drain_messages_via(factory, Q)
     assert [text(m) for m in got] == expected
     assert [m.jms_priority for m in got] == sorted((pr for pr, _ in sent), reverse=True)
 
@@ -626,7 +592,7 @@ def test_prod_20_stopped_connection_sends(factory: ConnectionFactory) -> None:
         conn.start()
         conn.stop()
         session.create_producer(Q).send(session.create_text_message("stopped again"))
-        assert drain(factory, Q) == ["while stopped", "stopped again"]
+        assert drain_via(factory, Q) == ["while stopped", "stopped again"]
 
 
 # ---- asynchronous send ---------------------------------------------------------------------
@@ -650,7 +616,7 @@ def test_s_prod_7_fifty_async_sends(connection: Connection, factory: ConnectionF
     spans = [(start, end) for *_, start, end in listener.calls]
     assert all(end <= nxt for (_, end), (nxt, _) in itertools.pairwise(spans))
     assert spans[-1][1] <= closed_at
-    assert drain(factory, Q) == [str(i) for i in range(50)]
+    assert drain_via(factory, Q) == [str(i) for i in range(50)]
 
 
 def test_prod_22_on_completion_only_after_broker_holds_message(
@@ -664,7 +630,7 @@ def test_prod_22_on_completion_only_after_broker_holds_message(
 
     def check(m: Message) -> None:
         gate.wait(WAIT)  # hold the callback: send() must have returned already
-        seen_in_callback.append(browse(factory, Q))
+        seen_in_callback.append(browse_via(factory, Q))
 
     listener = Recorder(check)
     session.create_producer(Q).send(session.create_text_message("m"), completion_listener=listener)
@@ -699,7 +665,7 @@ def test_prod_23_problems_in_calling_thread_are_raised(
         closed.send(m, completion_listener=listener)
     time.sleep(NOTHING)
     assert listener.calls == []
-    assert drain(factory, Q) == []
+    assert drain_via(factory, Q) == []
 
 
 def test_s_prod_9_broker_refusal_reported_once_through_on_exception(
@@ -728,7 +694,7 @@ def test_s_prod_9_broker_refusal_reported_once_through_on_exception(
         assert re.search(r"unknown|undefined|not known|may or may not", str(exc), re.I), str(exc)
         time.sleep(NOTHING)
         assert len(listener.calls) == 2  # no late second callback, no silent retry
-    assert drain(factory, Q) == ["ok"]
+    assert drain_via(factory, Q) == ["ok"]
 
 
 def test_prod_25_one_session_runs_one_callback_at_a_time(
@@ -768,7 +734,7 @@ def test_prod_26_mixed_sync_and_async_sends_keep_order(
             producer.send(m)
     producer.close()
     assert listener.kinds() == ["completion"] * 20
-    assert drain(factory, Q) == [str(i) for i in range(30)]
+    assert drain_via(factory, Q) == [str(i) for i in range(30)]
 
 
 @pytest.mark.parametrize("what", ["producer", "session", "connection", "commit", "rollback"])
@@ -797,7 +763,7 @@ def test_prod_27_close_commit_rollback_wait_for_callbacks(
     assert listener.kinds() == ["completion"] * 3
     assert listener.calls[-1][4] <= returned_at
     conn.close()
-    assert drain(factory, Q) == ([] if what == "rollback" else ["0", "1", "2"])
+    assert drain_via(factory, Q) == ([] if what == "rollback" else ["0", "1", "2"])
 
 
 @pytest.mark.parametrize("what", ["commit", "producer.close"])
@@ -818,7 +784,7 @@ def test_s_prod_8_commit_or_close_in_callback(
     session.commit()
     assert listener.kinds() == ["completion"]  # the callback had returned
     assert [type(e) for e in listener.errors] == [IllegalStateException]
-    assert drain(factory, Q) == ["m"]
+    assert drain_via(factory, Q) == ["m"]
 
 
 @pytest.mark.parametrize(
@@ -850,7 +816,7 @@ def test_prod_28_close_commit_rollback_from_callback_raise(
     if transacted:
         session.commit()
     conn.close()
-    assert drain(factory, Q) == ["m", "after"]
+    assert drain_via(factory, Q) == ["m", "after"]
 
 
 def test_prod_29_headers_after_completion_and_changes_after_send(
@@ -876,7 +842,7 @@ def test_prod_29_headers_after_completion_and_changes_after_send(
     [(mid, dest, prio, mode)] = headers
     assert isinstance(mid, str) and mid.startswith("ID:")
     assert (dest, prio, mode) == (Q, 6, DeliveryMode.PERSISTENT)
-    got = drain_messages(factory, Q)
+    got = drain_messages_via(factory, Q)
     assert [text(x) for x in got] == ["original"]
     assert got[0].property_exists("late") is False
     assert got[0].jms_message_id == mid
@@ -896,8 +862,8 @@ def test_prod_30_callback_may_use_the_session(
     producer.send(session.create_text_message("m2"))  # the session stays the application's
     session.close()
     assert listener.errors == []
-    assert drain(factory, Q) == ["m1", "m2"]
-    assert drain(factory, Q2) == ["after-m1"]
+    assert drain_via(factory, Q) == ["m1", "m2"]
+    assert drain_via(factory, Q2) == ["after-m1"]
 
 
 def test_prod_31_none_listener_means_synchronous(
@@ -909,7 +875,7 @@ def test_prod_31_none_listener_means_synchronous(
     m = session.create_text_message("sync")
     session.create_producer(Q).send(m, completion_listener=None)
     assert m.jms_message_id is not None and m.jms_destination == Q
-    assert browse(factory, Q) == ["sync"]
+    assert browse_via(factory, Q) == ["sync"]
 
 
 class _OnlyCompletion:
@@ -934,7 +900,7 @@ def test_prod_31_incomplete_listener_raises_type_error(
             session.create_text_message("m"),
             completion_listener=bad,  # type: ignore[arg-type]
         )
-    assert drain(factory, Q) == []
+    assert drain_via(factory, Q) == []
 
 
 def test_prod_32_transacted_async_send(connection: Connection, factory: ConnectionFactory) -> None:
@@ -945,9 +911,9 @@ def test_prod_32_transacted_async_send(connection: Connection, factory: Connecti
     session.create_producer(Q).send(session.create_text_message("m"), completion_listener=listener)
     assert listener.event.wait(WAIT)
     assert listener.kinds() == ["completion"]
-    assert browse(factory, Q) == []
+    assert browse_via(factory, Q) == []
     session.commit()
-    assert drain(factory, Q) == ["m"]
+    assert drain_via(factory, Q) == ["m"]
 
 
 def test_prod_32_failed_async_send_rolls_transaction_back(make_broker: MakeBroker) -> None:
@@ -969,4 +935,4 @@ def test_prod_32_failed_async_send_rolls_transaction_back(make_broker: MakeBroke
         assert listener.kinds() == ["exception"]
         producer.send(session.create_text_message("retry"), destination=Q)
         session.commit()
-    assert drain(factory, Q) == ["retry"]
+    assert drain_via(factory, Q) == ["retry"]

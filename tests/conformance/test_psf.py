@@ -10,7 +10,6 @@ fields). Time is driven with the fake clock; a "receives nothing" check waits ``
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
 
 import pytest
 
@@ -24,27 +23,32 @@ from ternmq.errors import (
     ResourceAllocationException,
     TransactionRolledBackException,
 )
-from ternmq.message import DeliveryMode, Message, TextMessage
+from ternmq.message import Message, TextMessage
 from ternmq.transport.vm import EmbeddedBroker
 
-NOTHING = 0.1  # seconds a "receives nothing" check waits
-WAIT = 2.0  # seconds a "receives a message" check may wait
+from ._helpers import (
+    CLIENT,
+    NP,
+    TRANSACTED,
+    MakeBroker,
+    P,
+    browse,
+    delivery_count,
+    drain,
+    marks,
+    new_session,
+    receive,
+    send,
+    text_message,
+    text_or_none,
+    texts,
+)
 
-AUTO = Session.AUTO_ACKNOWLEDGE
-CLIENT = Session.CLIENT_ACKNOWLEDGE
-TRANSACTED = Session.SESSION_TRANSACTED
-NP = DeliveryMode.NON_PERSISTENT
-P = DeliveryMode.PERSISTENT
-
-MakeBroker = Callable[..., EmbeddedBroker]
+NOTHING = 0.1  # seconds a "receives nothing" check waits (drain() waits as long)
+WAIT = 2.0  # seconds a "receives a message" check may wait (receive() too)
 
 
 # ---------------------------------------------------------------------------- helpers
-def _msg(session: Session, text: str, **props: object) -> TextMessage:
-    m = session.create_text_message(text)
-    for name, value in props.items():
-        m.set_object_property(name, value)
-    return m
 
 
 def _grouped(session: Session, text: str, group: str, seq: int) -> TextMessage:
@@ -52,55 +56,6 @@ def _grouped(session: Session, text: str, group: str, seq: int) -> TextMessage:
     m.set_string_property("JMSXGroupID", group)
     m.set_int_property("JMSXGroupSeq", seq)
     return m
-
-
-def _send(session: Session, dest: Queue | Topic, *texts: str, **kw: object) -> None:
-    producer = session.create_producer(dest)
-    for t in texts:
-        producer.send(_msg(session, t), **kw)  # type: ignore[arg-type]
-    producer.close()
-
-
-def _text(m: Message | None) -> str | None:
-    assert m is None or isinstance(m, TextMessage)
-    return None if m is None else m.text
-
-
-def _texts(msgs: Iterable[Message]) -> list[str | None]:
-    return [_text(m) for m in msgs]
-
-
-def _receive(consumer: MessageConsumer) -> Message:
-    m = consumer.receive(WAIT)
-    assert m is not None, "expected a message"
-    return m
-
-
-def _drain(consumer: MessageConsumer) -> list[Message]:
-    out = []
-    while (m := consumer.receive(NOTHING)) is not None:
-        out.append(m)
-    return out
-
-
-def _count(m: Message) -> int:
-    return m.get_int_property("JMSXDeliveryCount")
-
-
-def _marks(m: Message) -> tuple[str | None, bool, int]:
-    return _text(m), m.jms_redelivered, _count(m)
-
-
-def _session(conn: Connection, mode: int = AUTO) -> Session:
-    return conn.create_session(mode == TRANSACTED, mode)
-
-
-def _browse(session: Session, queue: Queue) -> list[str | None]:
-    b = session.create_browser(queue)
-    try:
-        return _texts(b)
-    finally:
-        b.close()
 
 
 def _open(broker: EmbeddedBroker, **factory_options: object) -> Connection:
@@ -115,7 +70,7 @@ def _fill(session: Session, dest: Queue, body: str, limit: int = 500) -> int:
     p = session.create_producer(dest)
     for i in range(limit):
         try:
-            p.send(_msg(session, f"{i}:{body}"))
+            p.send(text_message(session, f"{i}:{body}"))
         except ResourceAllocationException:
             return i
     raise AssertionError(f"{limit} sends never filled {dest}")
@@ -139,7 +94,7 @@ def test_psf_01_dead_letter_after_ten_attempts(broker: EmbeddedBroker) -> None:
     q = Queue("orders")
     with _open(broker) as conn:
         s = conn.create_session()
-        sent = _msg(s, "poison")
+        sent = text_message(s, "poison")
         sent.set_int_property("p", 7)
         sent.jms_type = "order"
         s.create_producer(q).send(sent, priority=6)
@@ -147,7 +102,7 @@ def test_psf_01_dead_letter_after_ten_attempts(broker: EmbeddedBroker) -> None:
         tenth = threading.Event()
 
         def listener(m: Message) -> None:
-            seen.append(_marks(m))
+            seen.append(marks(m))
             if len(seen) == 10:
                 tenth.set()
             raise RuntimeError("always fails (expected by the test)")
@@ -156,10 +111,10 @@ def test_psf_01_dead_letter_after_ten_attempts(broker: EmbeddedBroker) -> None:
         c.message_listener = listener
         assert tenth.wait(5.0)
         dlq = conn.create_session().create_consumer(Queue("DLQ"))
-        dead = _receive(dlq)
+        dead = receive(dlq)
         c.close()
         assert seen == [("poison", False, 1)] + [("poison", True, n) for n in range(2, 11)]
-        assert _text(dead) == "poison"
+        assert text_or_none(dead) == "poison"
         assert dead.get_int_property("p") == 7
         assert dead.jms_type == "order"
         assert dead.jms_priority == 6
@@ -167,7 +122,7 @@ def test_psf_01_dead_letter_after_ten_attempts(broker: EmbeddedBroker) -> None:
         assert dead.get_string_property("JMS_TernMQ_OriginalDestination") == "queue://orders"
         reason = dead.get_string_property("JMS_TernMQ_DeadLetterReason")
         assert isinstance(reason, str) and reason
-        assert _browse(s, q) == []
+        assert browse(s, q) == []
         assert dlq.receive(NOTHING) is None
 
 
@@ -177,18 +132,21 @@ def test_psf_01_rollbacks_count_for_both_delivery_modes(make_broker: MakeBroker)
     broker = make_broker(max_delivery_attempts=3)
     q = Queue("psf01tx")
     with _open(broker) as conn:
-        s = _session(conn, TRANSACTED)
+        s = new_session(conn, TRANSACTED)
         p = conn.create_session().create_producer(q)
-        p.send(_msg(s, "p"), delivery_mode=P)
-        p.send(_msg(s, "n"), delivery_mode=NP)
+        p.send(text_message(s, "p"), delivery_mode=P)
+        p.send(text_message(s, "n"), delivery_mode=NP)
         c = s.create_consumer(q)
         for attempt in (1, 2, 3):
-            got = [_receive(c), _receive(c)]
-            assert [(_text(m), _count(m)) for m in got] == [("p", attempt), ("n", attempt)]
+            got = [receive(c), receive(c)]
+            assert [(text_or_none(m), delivery_count(m)) for m in got] == [
+                ("p", attempt),
+                ("n", attempt),
+            ]
             s.rollback()
         assert c.receive(NOTHING) is None
-        dead = _drain(conn.create_session().create_consumer(Queue("DLQ")))
-        assert [(_text(m), m.jms_delivery_mode) for m in dead] == [("p", P), ("n", NP)]
+        dead = drain(conn.create_session().create_consumer(Queue("DLQ")))
+        assert [(text_or_none(m), m.jms_delivery_mode) for m in dead] == [("p", P), ("n", NP)]
 
 
 def test_psf_01_recover_and_lost_consumers_count(make_broker: MakeBroker) -> None:
@@ -197,19 +155,19 @@ def test_psf_01_recover_and_lost_consumers_count(make_broker: MakeBroker) -> Non
     broker = make_broker(max_delivery_attempts=3)
     q = Queue("psf01mix")
     with _open(broker) as conn:
-        _send(conn.create_session(), q, "m")
-        s = _session(conn, CLIENT)
+        send(conn.create_session(), q, "m")
+        s = new_session(conn, CLIENT)
         c = s.create_consumer(q)
-        assert _count(_receive(c)) == 1
+        assert delivery_count(receive(c)) == 1
         s.recover()
-        assert _count(_receive(c)) == 2
+        assert delivery_count(receive(c)) == 2
         s.close()
-        s2 = _session(conn, CLIENT)
+        s2 = new_session(conn, CLIENT)
         c2 = s2.create_consumer(q)
-        assert _count(_receive(c2)) == 3
+        assert delivery_count(receive(c2)) == 3
         s2.close()
-        assert _drain(conn.create_session().create_consumer(q)) == []
-        assert _texts(_drain(conn.create_session().create_consumer(Queue("DLQ")))) == ["m"]
+        assert drain(conn.create_session().create_consumer(q)) == []
+        assert texts(drain(conn.create_session().create_consumer(Queue("DLQ")))) == ["m"]
 
 
 def test_psf_01_unlimited_attempts_and_other_targets(make_broker: MakeBroker) -> None:
@@ -218,30 +176,30 @@ def test_psf_01_unlimited_attempts_and_other_targets(make_broker: MakeBroker) ->
     unlimited = make_broker(max_delivery_attempts=-1)
     with _open(unlimited) as conn:
         q = Queue("psf01inf")
-        _send(conn.create_session(), q, "m")
-        s = _session(conn, TRANSACTED)
+        send(conn.create_session(), q, "m")
+        s = new_session(conn, TRANSACTED)
         c = s.create_consumer(q)
         for attempt in range(1, 16):
-            assert _count(_receive(c)) == attempt
+            assert delivery_count(receive(c)) == attempt
             s.rollback()
-        assert _marks(_receive(c)) == ("m", True, 16)
+        assert marks(receive(c)) == ("m", True, 16)
         s.commit()
-        assert _drain(conn.create_session().create_consumer(Queue("DLQ"))) == []
+        assert drain(conn.create_session().create_consumer(Queue("DLQ"))) == []
     named = make_broker(max_delivery_attempts=1, dead_letter_queue="dead")
     dropped = make_broker(max_delivery_attempts=1, dead_letter_queue=None)
     for b, target in ((named, "dead"), (dropped, None)):
         with _open(b) as conn:
             q = Queue("psf01target")
-            _send(conn.create_session(), q, "m")
-            s = _session(conn, TRANSACTED)
+            send(conn.create_session(), q, "m")
+            s = new_session(conn, TRANSACTED)
             c = s.create_consumer(q)
-            assert _count(_receive(c)) == 1
+            assert delivery_count(receive(c)) == 1
             s.rollback()
             assert c.receive(NOTHING) is None
             other = conn.create_session()
-            assert _browse(other, Queue("DLQ")) == []
+            assert browse(other, Queue("DLQ")) == []
             if target is not None:
-                assert _browse(other, Queue(target)) == ["m"]
+                assert browse(other, Queue(target)) == ["m"]
 
 
 # ---------------------------------------------------------------------------- PSF-02
@@ -253,18 +211,18 @@ def test_psf_02_redelivery_delay_lets_later_messages_pass(
     broker = make_broker(clock=clock, redelivery_delay=1.0)
     q = Queue("psf02")
     with _open(broker) as conn:
-        _send(conn.create_session(), q, "m1", "m2")
-        s = _session(conn, TRANSACTED)
+        send(conn.create_session(), q, "m1", "m2")
+        s = new_session(conn, TRANSACTED)
         c = s.create_consumer(q)
-        assert _marks(_receive(c)) == ("m1", False, 1)
+        assert marks(receive(c)) == ("m1", False, 1)
         s.rollback()
-        assert _marks(_receive(c)) == ("m2", False, 1)
+        assert marks(receive(c)) == ("m2", False, 1)
         s.commit()
         assert c.receive(NOTHING) is None
         clock.advance(0.999)
         assert c.receive(NOTHING) is None
         clock.advance(0.001)
-        assert _marks(_receive(c)) == ("m1", True, 2)
+        assert marks(receive(c)) == ("m1", True, 2)
         s.commit()
 
 
@@ -273,13 +231,13 @@ def _check_redelivery_delays(
 ) -> None:
     """Receive the message, then roll back once per entry of ``delays_ms`` and check that the
     message stays away exactly that many milliseconds each time."""
-    assert _count(_receive(c)) == 1
+    assert delivery_count(receive(c)) == 1
     for attempt, delay in enumerate(delays_ms, start=2):
         s.rollback()
         clock.advance((delay - 1) / 1000)
         assert c.receive(NOTHING) is None, f"back before {delay} ms"
         clock.advance(0.001)
-        assert _marks(_receive(c)) == ("m", True, attempt)
+        assert marks(receive(c)) == ("m", True, attempt)
 
 
 def test_psf_02_back_off_multiplier_and_cap(make_broker: MakeBroker, clock: FakeClock) -> None:
@@ -290,15 +248,15 @@ def test_psf_02_back_off_multiplier_and_cap(make_broker: MakeBroker, clock: Fake
     )
     with _open(broker) as conn:
         q = Queue("psf02backoff")
-        _send(conn.create_session(), q, "m")
-        s = _session(conn, TRANSACTED)
+        send(conn.create_session(), q, "m")
+        s = new_session(conn, TRANSACTED)
         c = s.create_consumer(q)
         _check_redelivery_delays(c, s, clock, [1000, 2000, 3000, 3000])
     default_cap = make_broker(clock=clock, redelivery_delay=0.5, redelivery_multiplier=10.0)
     with _open(default_cap) as conn:
         q = Queue("psf02cap")
-        _send(conn.create_session(), q, "m")
-        s = _session(conn, TRANSACTED)
+        send(conn.create_session(), q, "m")
+        s = new_session(conn, TRANSACTED)
         c = s.create_consumer(q)
         _check_redelivery_delays(c, s, clock, [500, 5000, 5000])
 
@@ -317,12 +275,12 @@ def test_psf_03_group_sticks_to_one_consumer(factory: ConnectionFactory) -> None
         c2 = conn.create_session().create_consumer(q)
         p.send(_grouped(s, "A2", "A", 2))  # c1's buffer is full; free c2 must not get it
         assert c2.receive(NOTHING) is None
-        p.send(_msg(s, "free"))  # ungrouped: goes to the free consumer
-        assert _text(_receive(c2)) == "free"
-        assert _text(_receive(c1)) == "A1"
-        assert _text(_receive(c1)) == "A2"
+        p.send(text_message(s, "free"))  # ungrouped: goes to the free consumer
+        assert text_or_none(receive(c2)) == "free"
+        assert text_or_none(receive(c1)) == "A1"
+        assert text_or_none(receive(c1)) == "A2"
         p.send(_grouped(s, "A3", "A", 3))
-        assert _text(_receive(c1)) == "A3"
+        assert text_or_none(receive(c1)) == "A3"
         assert c2.receive(NOTHING) is None
 
 
@@ -339,10 +297,10 @@ def test_psf_03_negative_sequence_closes_the_group(factory: ConnectionFactory) -
         c2 = conn.create_session().create_consumer(q)
         p.send(_grouped(s, "A-last", "A", -1))
         assert c2.receive(NOTHING) is None  # still c1's group
-        assert _text(_receive(c1)) == "A1"  # c1 takes A-last into its buffer: group closed
+        assert text_or_none(receive(c1)) == "A1"  # c1 takes A-last into its buffer: group closed
         p.send(_grouped(s, "A-new", "A", 1))
-        assert _text(_receive(c2)) == "A-new"  # c1 is busy; the closed group may move
-        assert _text(_receive(c1)) == "A-last"
+        assert text_or_none(receive(c2)) == "A-new"  # c1 is busy; the closed group may move
+        assert text_or_none(receive(c1)) == "A-last"
 
 
 def test_psf_03_group_moves_when_owner_closes(factory: ConnectionFactory) -> None:
@@ -353,17 +311,17 @@ def test_psf_03_group_moves_when_owner_closes(factory: ConnectionFactory) -> Non
         conn.start()
         s = conn.create_session()
         p = s.create_producer(q)
-        s1 = _session(conn, CLIENT)
+        s1 = new_session(conn, CLIENT)
         c1 = s1.create_consumer(q)
         p.send(_grouped(s, "A1", "A", 1))
         p.send(_grouped(s, "A2", "A", 2))
         c2 = conn.create_session().create_consumer(q)
         p.send(_grouped(s, "A3", "A", 3))
         assert c2.receive(NOTHING) is None
-        assert _text(_receive(c1)) == "A1"
+        assert text_or_none(receive(c1)) == "A1"
         s1.close()
         p.send(_grouped(s, "A4", "A", 4))
-        assert [_marks(m) for m in _drain(c2)] == [
+        assert [marks(m) for m in drain(c2)] == [
             ("A1", True, 2),
             ("A2", False, 1),
             ("A3", False, 1),
@@ -385,14 +343,14 @@ def test_psf_03_groups_on_shared_subscription_and_selectors(factory: ConnectionF
         c2 = conn.create_session().create_shared_consumer(t, "sh")
         p.send(_grouped(s, "A2", "A", 2))
         assert c2.receive(NOTHING) is None
-        assert _texts([_receive(c1), _receive(c1)]) == ["A1", "A2"]
+        assert texts([receive(c1), receive(c1)]) == ["A1", "A2"]
         q = Queue("psf03sel")
         qp = s.create_producer(q)
         qp.send(_grouped(s, "B1", "B", 1))
         qp.send(_grouped(s, "A1", "A", 1))
         qp.send(_grouped(s, "A2", "A", 2))
         sel = s.create_consumer(q, "JMSXGroupID = 'A' AND JMSXGroupSeq >= 2")
-        assert _texts(_drain(sel)) == ["A2"]
+        assert texts(drain(sel)) == ["A2"]
 
 
 def test_psf_03_groups_can_be_switched_off(make_broker: MakeBroker) -> None:
@@ -406,8 +364,8 @@ def test_psf_03_groups_can_be_switched_off(make_broker: MakeBroker) -> None:
         p.send(_grouped(s, "A1", "A", 1))
         c2 = conn.create_session().create_consumer(q)
         p.send(_grouped(s, "A2", "A", 2))
-        assert _text(_receive(c2)) == "A2"
-        assert _text(_receive(c1)) == "A1"
+        assert text_or_none(receive(c2)) == "A2"
+        assert text_or_none(receive(c1)) == "A1"
 
 
 # ---------------------------------------------------------------------------- PSF-04
@@ -421,23 +379,23 @@ def test_psf_04_exclusive_queue_uses_oldest_consumer(make_broker: MakeBroker) ->
         s = conn.create_session()
         first = conn.create_session().create_consumer(q)
         second = conn.create_session().create_consumer(q)
-        _send(s, q, *[f"m{i}" for i in range(6)])
+        send(s, q, *[f"m{i}" for i in range(6)])
         assert second.receive(NOTHING) is None
-        assert _texts([_receive(first), _receive(first)]) == ["m0", "m1"]
+        assert texts([receive(first), receive(first)]) == ["m0", "m1"]
         first.close()
         third = conn.create_session().create_consumer(q)
-        _send(s, q, "m6", "m7")
-        assert _texts(_drain(second)) == [f"m{i}" for i in range(2, 8)]
+        send(s, q, "m6", "m7")
+        assert texts(drain(second)) == [f"m{i}" for i in range(2, 8)]
         assert third.receive(NOTHING) is None
         second.close()
-        _send(s, q, "m8")
-        assert _texts(_drain(third)) == ["m8"]
+        send(s, q, "m8")
+        assert texts(drain(third)) == ["m8"]
         shared = Queue("not-exclusive")
         a = conn.create_session().create_consumer(shared)
         b = conn.create_session().create_consumer(shared)
-        _send(s, shared, "x0", "x1", "x2", "x3")
-        assert len(_drain(a)) == 2
-        assert len(_drain(b)) == 2
+        send(s, shared, "x0", "x1", "x2", "x3")
+        assert len(drain(a)) == 2
+        assert len(drain(b)) == 2
 
 
 # ---------------------------------------------------------------------------- PSF-05
@@ -453,18 +411,18 @@ def test_psf_05_expiry_queue_receives_expired_messages(
         conn.start()
         s = conn.create_session()
         s.create_durable_consumer(Topic("psf05t"), "d").close()
-        m = _msg(s, "late")
+        m = text_message(s, "late")
         m.set_int_property("p", 3)
         s.create_producer(Queue("psf05")).send(m, time_to_live=1.0)
-        s.create_producer(Topic("psf05t")).send(_msg(s, "late-t"), time_to_live=1.0)
+        s.create_producer(Topic("psf05t")).send(text_message(s, "late-t"), time_to_live=1.0)
         clock.advance(2.0)
         expired_at = clock.now_ms()
         c = s.create_consumer(Queue("psf05"))
         assert c.receive(NOTHING) is None
         assert s.create_durable_consumer(Topic("psf05t"), "d").receive(NOTHING) is None
         clock.advance(3600.0)
-        moved = _drain(s.create_consumer(Queue("EXP")))
-        assert _texts(moved) == ["late", "late-t"]
+        moved = drain(s.create_consumer(Queue("EXP")))
+        assert texts(moved) == ["late", "late-t"]
         first = moved[0]
         assert first.get_int_property("p") == 3
         assert first.jms_message_id == m.jms_message_id
@@ -481,13 +439,13 @@ def test_psf_05_reaper_runs_every_30_seconds(make_broker: MakeBroker, clock: Fak
     broker = make_broker(clock=clock, expiry_queue="EXP")
     with _open(broker) as conn:
         s = conn.create_session()
-        s.create_producer(Queue("psf05r")).send(_msg(s, "m"), time_to_live=1.0)
+        s.create_producer(Queue("psf05r")).send(text_message(s, "m"), time_to_live=1.0)
         clock.advance(29.9)
         assert _depth(broker, "psf05r") == 1
         assert _depth(broker, "EXP") == 0
         clock.advance(0.1)
         assert _depth(broker, "psf05r") == 0
-        assert _browse(s, Queue("EXP")) == ["m"]
+        assert browse(s, Queue("EXP")) == ["m"]
 
 
 def test_psf_05_prefetched_expired_message_goes_to_expiry_queue(
@@ -499,14 +457,14 @@ def test_psf_05_prefetched_expired_message_goes_to_expiry_queue(
     with _open(broker) as conn:
         s = conn.create_session()
         c = s.create_consumer(Queue("psf05p"))
-        s.create_producer(Queue("psf05p")).send(_msg(s, "m"), time_to_live=1.0)
+        s.create_producer(Queue("psf05p")).send(text_message(s, "m"), time_to_live=1.0)
         clock.advance(1.5)
         assert c.receive(NOTHING) is None
         c.close()
         other = conn.create_session()
-        assert _drain(other.create_consumer(Queue("psf05p"))) == []
-        moved = _drain(other.create_consumer(Queue("EXP")))
-        assert [(_text(m), m.jms_redelivered, _count(m)) for m in moved] == [("m", False, 1)]
+        assert drain(other.create_consumer(Queue("psf05p"))) == []
+        moved = drain(other.create_consumer(Queue("EXP")))
+        assert [marks(m) for m in moved] == [("m", False, 1)]
 
 
 # ---------------------------------------------------------------------------- PSF-06
@@ -517,12 +475,12 @@ def test_psf_06_destinations_are_auto_created(factory: ConnectionFactory) -> Non
     with factory.create_connection() as conn:
         conn.start()
         s = conn.create_session()
-        _send(s, Topic("psf06-nobody"), "lost")
-        _send(s, Queue("psf06-new"), "kept")
-        assert _browse(s, Queue("psf06-unknown")) == []
+        send(s, Topic("psf06-nobody"), "lost")
+        send(s, Queue("psf06-new"), "kept")
+        assert browse(s, Queue("psf06-unknown")) == []
         tc = s.create_consumer(Topic("psf06-unknown"))
         assert tc.receive(NOTHING) is None
-        assert _texts(_drain(s.create_consumer(Queue("psf06-new")))) == ["kept"]
+        assert texts(drain(s.create_consumer(Queue("psf06-new")))) == ["kept"]
 
 
 def test_psf_06_without_auto_create_unknown_names_fail(make_broker: MakeBroker) -> None:
@@ -534,22 +492,22 @@ def test_psf_06_without_auto_create_unknown_names_fail(make_broker: MakeBroker) 
         s = conn.create_session()
         for dest in (Queue("b"), Topic("u")):
             with pytest.raises(InvalidDestinationException):
-                s.create_producer(dest).send(_msg(s, "x"))
+                s.create_producer(dest).send(text_message(s, "x"))
             with pytest.raises(InvalidDestinationException):
                 s.create_consumer(dest)
         with pytest.raises(InvalidDestinationException):  # at creation or, latest, iteration
             list(s.create_browser(Queue("b")))
-        tx = _session(conn, TRANSACTED)
+        tx = new_session(conn, TRANSACTED)
         with pytest.raises(InvalidDestinationException):
-            tx.create_producer(Queue("b")).send(_msg(tx, "x"))
+            tx.create_producer(Queue("b")).send(text_message(tx, "x"))
         tc = s.create_consumer(Topic("t"))
-        _send(s, Topic("t"), "to-t")
-        assert _texts(_drain(tc)) == ["to-t"]
-        _send(s, Queue("a"), "to-a")
+        send(s, Topic("t"), "to-t")
+        assert texts(drain(tc)) == ["to-t"]
+        send(s, Queue("a"), "to-a")
         c = tx.create_consumer(Queue("a"))
-        assert _text(_receive(c)) == "to-a"
+        assert text_or_none(receive(c)) == "to-a"
         tx.rollback()  # attempt 1 of 1: dead-lettered
-        assert _texts(_drain(s.create_consumer(Queue("DLQ")))) == ["to-a"]
+        assert texts(drain(s.create_consumer(Queue("DLQ")))) == ["to-a"]
 
 
 # ---------------------------------------------------------------------------- PSF-07
@@ -563,15 +521,15 @@ def test_psf_07_full_destination_fails_the_send(make_broker: MakeBroker) -> None
         q = Queue("psf07")
         sent = _fill(s, q, body)
         assert 5 <= sent < 20
-        assert len(_browse(s, q)) == sent
+        assert len(browse(s, q)) == sent
         with pytest.raises(ResourceAllocationException):
-            s.create_producer(q).send(_msg(s, f"{sent}:{body}"))
+            s.create_producer(q).send(text_message(s, f"{sent}:{body}"))
         c = s.create_consumer(q)
-        assert _text(_receive(c)) == f"0:{body}"
-        s.create_producer(q).send(_msg(s, f"{sent}:{body}"))
+        assert text_or_none(receive(c)) == f"0:{body}"
+        s.create_producer(q).send(text_message(s, f"{sent}:{body}"))
         with pytest.raises(ResourceAllocationException):
-            s.create_producer(q).send(_msg(s, f"{sent + 1}:{body}"))
-        got = _texts(_drain(c))
+            s.create_producer(q).send(text_message(s, f"{sent + 1}:{body}"))
+        got = texts(drain(c))
         assert got == [f"{i}:{body}" for i in range(1, sent + 1)]
 
 
@@ -585,11 +543,11 @@ def test_psf_07_broker_wide_limit(make_broker: MakeBroker) -> None:
         n1 = _fill(s, q1, body)
         assert n1 >= 5
         with pytest.raises(ResourceAllocationException):
-            s.create_producer(q2).send(_msg(s, body))
-        assert _text(_receive(s.create_consumer(q1))) == f"0:{body}"
-        s.create_producer(q2).send(_msg(s, body))
-        assert len(_browse(s, q1)) == n1 - 1
-        assert len(_browse(s, q2)) == 1
+            s.create_producer(q2).send(text_message(s, body))
+        assert text_or_none(receive(s.create_consumer(q1))) == f"0:{body}"
+        s.create_producer(q2).send(text_message(s, body))
+        assert len(browse(s, q1)) == n1 - 1
+        assert len(browse(s, q2)) == 1
 
 
 def test_psf_07_async_send_to_full_destination_reports_exception(
@@ -615,7 +573,7 @@ def test_psf_07_async_send_to_full_destination_reports_exception(
                 outcome.append(exception)
                 done.set()
 
-        s.create_producer(q).send(_msg(s, body), completion_listener=Listener())
+        s.create_producer(q).send(text_message(s, body), completion_listener=Listener())
         assert done.wait(WAIT)
         assert len(outcome) == 1
         assert isinstance(outcome[0], ResourceAllocationException)
@@ -629,16 +587,16 @@ def test_psf_07_commit_into_full_destination_is_atomic(make_broker: MakeBroker) 
     with _open(broker) as conn:
         s = conn.create_session()
         q = Queue("psf07tx")
-        tx = _session(conn, TRANSACTED)
+        tx = new_session(conn, TRANSACTED)
         p = tx.create_producer(q)
         for i in range(8):
-            p.send(_msg(tx, f"{i}:{body}"))
+            p.send(text_message(tx, f"{i}:{body}"))
         with pytest.raises(TransactionRolledBackException):
             tx.commit()
-        assert _browse(s, q) == []
-        p.send(_msg(tx, "small"))
+        assert browse(s, q) == []
+        p.send(text_message(tx, "small"))
         tx.commit()
-        assert _browse(s, q) == ["small"]
+        assert browse(s, q) == ["small"]
 
 
 def test_psf_07_full_subscription_fails_the_publish_for_all(make_broker: MakeBroker) -> None:
@@ -659,13 +617,13 @@ def test_psf_07_full_subscription_fails_the_publish_for_all(make_broker: MakeBro
         sent = 0
         with pytest.raises(ResourceAllocationException):
             for i in range(100):
-                p.send(_msg(s, f"{i}:{body}"))
-                assert _text(_receive(fast)) == f"{i}:{body}"
+                p.send(text_message(s, f"{i}:{body}"))
+                assert text_or_none(receive(fast)) == f"{i}:{body}"
                 sent += 1
         assert sent >= 3
         assert fast.receive(NOTHING) is None  # the refused message reached no subscription
         fast.close()
-        got = _texts(_drain(s.create_durable_consumer(t, "slow")))
+        got = texts(drain(s.create_durable_consumer(t, "slow")))
         assert got == [f"{i}:{body}" for i in range(sent)]
 
 
@@ -693,13 +651,13 @@ def test_psf_07_block_policy_waits_for_room_then_times_out(
         capacity = 0
         while capacity < 100:
             try:
-                fp.send(_msg(s, f"{capacity:03d}:{body}"))
+                fp.send(text_message(s, f"{capacity:03d}:{body}"))
             except ResourceAllocationException:
                 break
             capacity += 1
         assert 3 <= capacity < 100
         for i in range(capacity):
-            bp.send(_msg(s, f"{i:03d}:{body}"))
+            bp.send(text_message(s, f"{i:03d}:{body}"))
         outcome: list[object] = []
 
         def blocked_send(text: str) -> None:
@@ -708,7 +666,7 @@ def test_psf_07_block_policy_waits_for_room_then_times_out(
                 sp = ss.create_producer(Queue("psf07b"))
                 sp.disable_message_id = True
                 try:
-                    sp.send(_msg(ss, text))
+                    sp.send(text_message(ss, text))
                     outcome.append("sent")
                 except ResourceAllocationException as exc:
                     outcome.append(exc)
@@ -718,7 +676,7 @@ def test_psf_07_block_policy_waits_for_room_then_times_out(
         t1.join(NOTHING)
         assert t1.is_alive() and outcome == []  # waiting for room
         c = conn.create_session().create_consumer(Queue("psf07b"))
-        assert _text(_receive(c)) == f"000:{body}"
+        assert text_or_none(receive(c)) == f"000:{body}"
         t1.join(WAIT)
         assert not t1.is_alive()
         assert outcome == ["sent"]
@@ -731,7 +689,7 @@ def test_psf_07_block_policy_waits_for_room_then_times_out(
         t2.join(WAIT)
         assert not t2.is_alive()
         assert len(outcome) == 2 and isinstance(outcome[1], ResourceAllocationException)
-        browsed = _browse(s, Queue("psf07b"))
+        browsed = browse(s, Queue("psf07b"))
         assert browsed == [f"{i:03d}:{body}" for i in range(1, capacity + 1)]
 
 
@@ -752,18 +710,18 @@ def test_psf_08_prefetch_option(broker: EmbeddedBroker) -> None:
         idle = conn.create_session().create_consumer(q)
         with _open(broker) as other:
             s = other.create_session()
-            _send(s, q, *[f"m{i}" for i in range(150)])
-            got = _texts(_drain(s.create_consumer(q)))
+            send(s, q, *[f"m{i}" for i in range(150)])
+            got = texts(drain(s.create_consumer(q)))
             assert got == [f"m{i}" for i in range(2, 150)]
-        assert _texts(_drain(idle)) == ["m0", "m1"]
+        assert texts(drain(idle)) == ["m0", "m1"]
     q2 = Queue("psf08default")
     with _open(broker) as conn:
         idle = conn.create_session().create_consumer(q2)
         s = conn.create_session()
-        _send(s, q2, *[f"m{i}" for i in range(150)])
-        rest = _texts(_drain(s.create_consumer(q2)))
+        send(s, q2, *[f"m{i}" for i in range(150)])
+        rest = texts(drain(s.create_consumer(q2)))
         assert rest == [f"m{i}" for i in range(100, 150)]
-        assert len(_drain(idle)) == 100
+        assert len(drain(idle)) == 100
 
 
 def test_psf_08_prefetch_zero_pulls_one_at_a_time(broker: EmbeddedBroker) -> None:
@@ -773,10 +731,10 @@ def test_psf_08_prefetch_zero_pulls_one_at_a_time(broker: EmbeddedBroker) -> Non
     with _open(broker, prefetch=0) as conn:
         idle = conn.create_session().create_consumer(q)
         busy = conn.create_session().create_consumer(q)
-        _send(conn.create_session(), q, "a", "b", "c")
-        assert _text(busy.receive_no_wait()) == "a"
-        assert _text(_receive(busy)) == "b"
-        assert _text(idle.receive_no_wait()) == "c"
+        send(conn.create_session(), q, "a", "b", "c")
+        assert text_or_none(busy.receive_no_wait()) == "a"
+        assert text_or_none(receive(busy)) == "b"
+        assert text_or_none(idle.receive_no_wait()) == "c"
         assert busy.receive_no_wait() is None
         assert idle.receive(NOTHING) is None
 
@@ -792,11 +750,11 @@ def test_psf_10_inactive_durable_subscription_is_kept(
         conn.client_id = "psf10"
         s = conn.create_session()
         s.create_durable_consumer(t, "d").close()
-        _send(s, t, "kept")
-        _send(s, t, "expires", time_to_live=60.0)
+        send(s, t, "kept")
+        send(s, t, "expires", time_to_live=60.0)
     clock.advance(400 * 24 * 3600.0)
     with fake_factory.create_connection() as conn:
         conn.client_id = "psf10"
         conn.start()
         s = conn.create_session()
-        assert _texts(_drain(s.create_durable_consumer(t, "d"))) == ["kept"]
+        assert texts(drain(s.create_durable_consumer(t, "d"))) == ["kept"]

@@ -8,83 +8,38 @@ every transport. Time is driven with the fake clock; a "receives nothing" check 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import pytest
 
 from ternmq.broker.clock import FakeClock
-from ternmq.client import Connection, ConnectionFactory, MessageConsumer, Session
+from ternmq.client import Connection, ConnectionFactory
 from ternmq.destination import Queue, Topic
 from ternmq.errors import (
     IllegalStateException,
     InvalidDestinationException,
     InvalidSelectorException,
 )
-from ternmq.message import Message, TextMessage
 from ternmq.transport.vm import EmbeddedBroker
 
-NOTHING = 0.1  # seconds a "receives nothing" check waits
-WAIT = 2.0  # seconds a "receives a message" check may wait
+from ._helpers import (
+    CLIENT,
+    browse,
+    delivery_count,
+    drain,
+    lose_link,
+    marks,
+    new_session,
+    receive,
+    receive_texts,
+    send,
+    text_message,
+    text_or_none,
+    texts,
+)
 
-AUTO = Session.AUTO_ACKNOWLEDGE
-CLIENT = Session.CLIENT_ACKNOWLEDGE
-
-
-# ---------------------------------------------------------------------------- helpers
-def _msg(session: Session, text: str, **props: object) -> TextMessage:
-    m = session.create_text_message(text)
-    for name, value in props.items():
-        m.set_object_property(name, value)
-    return m
-
-
-def _send(session: Session, dest: Queue | Topic, *texts: str, **kw: object) -> None:
-    producer = session.create_producer(dest)
-    for t in texts:
-        producer.send(_msg(session, t), **kw)  # type: ignore[arg-type]
-    producer.close()
-
-
-def _text(m: Message | None) -> str | None:
-    assert m is None or isinstance(m, TextMessage)
-    return None if m is None else m.text
-
-
-def _texts(msgs: Iterable[Message]) -> list[str | None]:
-    return [_text(m) for m in msgs]
-
-
-def _receive(consumer: MessageConsumer) -> Message:
-    m = consumer.receive(WAIT)
-    assert m is not None, "expected a message"
-    return m
-
-
-def _receive_texts(consumer: MessageConsumer, n: int) -> list[str | None]:
-    return [_text(_receive(consumer)) for _ in range(n)]
-
-
-def _drain(consumer: MessageConsumer) -> list[Message]:
-    out = []
-    while (m := consumer.receive(NOTHING)) is not None:
-        out.append(m)
-    return out
-
-
-def _count(m: Message) -> int:
-    return m.get_int_property("JMSXDeliveryCount")
-
-
-def _browse(session: Session, queue: Queue, selector: str | None = None) -> list[str | None]:
-    browser = session.create_browser(queue, selector)
-    try:
-        return _texts(browser)
-    finally:
-        browser.close()
-
-
-def _session(conn: Connection, mode: int = AUTO) -> Session:
-    return conn.create_session(mode == Session.SESSION_TRANSACTED, mode)
+NOTHING = 0.1  # seconds a "receives nothing" check waits (drain() waits as long)
+WAIT = 2.0  # seconds a "receives a message" check may wait (receive() too)
 
 
 # ------------------------------------------------------- broker internals (one place)
@@ -92,11 +47,6 @@ def _session(conn: Connection, mode: int = AUTO) -> Session:
 def _broker_knows_queue(broker: EmbeddedBroker, name: str) -> bool:
     assert broker.broker is not None
     return Queue(name) in broker.broker.queues
-
-
-def _lose_link(conn: Connection) -> None:
-    """Cut the connection's link to the broker without an orderly close (a lost connection)."""
-    conn._transport.close()
 
 
 # ---------------------------------------------------------------------------- PTP-01, 02
@@ -110,14 +60,14 @@ def test_ptp_s1_queue_keeps_messages_without_consumers(
         s = conn.create_session()
         q = Queue("q1")
         assert not _broker_knows_queue(fake_broker, "q1")
-        _send(s, q, *[f"m{i}" for i in range(5)])
+        send(s, q, *[f"m{i}" for i in range(5)])
         clock.advance(1.0)
         conn.start()
         c1 = s.create_consumer(q)
-        got = [_receive(c1) for _ in range(5)]
-        assert _texts(got) == ["m0", "m1", "m2", "m3", "m4"]
+        got = [receive(c1) for _ in range(5)]
+        assert texts(got) == ["m0", "m1", "m2", "m3", "m4"]
         assert [m.jms_redelivered for m in got] == [False] * 5
-        assert [_count(m) for m in got] == [1] * 5
+        assert [delivery_count(m) for m in got] == [1] * 5
         c2 = s.create_consumer(q)
         assert c2.receive(NOTHING) is None
         assert c1.receive(NOTHING) is None
@@ -131,26 +81,26 @@ def test_ptp_01_acknowledged_message_is_delivered_once(factory: ConnectionFactor
     q = Queue("ptp01")
     with factory.create_connection() as conn:
         conn.start()
-        s = _session(conn, CLIENT)
-        _send(s, q, "a", "b")
+        s = new_session(conn, CLIENT)
+        send(s, q, "a", "b")
         c = s.create_consumer(q)
-        first = _receive(c)
-        assert _text(first) == "a"
+        first = receive(c)
+        assert text_or_none(first) == "a"
         s.recover()  # not acknowledged: still on the queue
-        again = _receive(c)
-        assert (_text(again), again.jms_redelivered) == ("a", True)
+        again = receive(c)
+        assert (text_or_none(again), again.jms_redelivered) == ("a", True)
         again.acknowledge()
-        assert _text(_receive(c)) == "b"  # b was delivered but not acknowledged
+        assert text_or_none(receive(c)) == "b"  # b was delivered but not acknowledged
         c.close()
         s.close()
     with factory.create_connection() as conn:
         conn.start()
-        s = _session(conn)
+        s = new_session(conn)
         c = s.create_consumer(q)
-        m = _receive(c)
-        assert (_text(m), m.jms_redelivered, _count(m)) == ("b", True, 2)
+        m = receive(c)
+        assert marks(m) == ("b", True, 2)
         assert c.receive(NOTHING) is None
-        assert _browse(s, q) == []
+        assert browse(s, q) == []
 
 
 def test_ptp_02_queue_reference_creates_nothing(make_broker: Callable[..., EmbeddedBroker]) -> None:
@@ -176,11 +126,11 @@ def test_ptp_03_queue_and_topic_of_same_name_are_unrelated(connection: Connectio
     s = connection.create_session()
     qc = s.create_consumer(Queue("X"))
     tc = s.create_consumer(Topic("X"))
-    _send(s, Queue("X"), "to-queue")
-    _send(s, Topic("X"), "to-topic")
-    assert _texts(_drain(qc)) == ["to-queue"]
-    assert _texts(_drain(tc)) == ["to-topic"]
-    assert _browse(s, Queue("X")) == []
+    send(s, Queue("X"), "to-queue")
+    send(s, Topic("X"), "to-topic")
+    assert texts(drain(qc)) == ["to-queue"]
+    assert texts(drain(tc)) == ["to-topic"]
+    assert browse(s, Queue("X")) == []
 
 
 # ---------------------------------------------------------------------------- PTP-04
@@ -204,7 +154,7 @@ def test_ptp_s2_two_consumers_share_a_queue(factory: ConnectionFactory) -> None:
             while not done.is_set():
                 m = consumers[i].receive(0.05)
                 if m is not None:
-                    got[i].append(_text(m))
+                    got[i].append(text_or_none(m))
                     with lock:
                         seen[0] += 1
                         if seen[0] >= total:
@@ -214,7 +164,7 @@ def test_ptp_s2_two_consumers_share_a_queue(factory: ConnectionFactory) -> None:
         for t in threads:
             t.start()
         with factory.create_connection() as pconn:
-            _send(pconn.create_session(), q, *[f"m{i}" for i in range(total)])
+            send(pconn.create_session(), q, *[f"m{i}" for i in range(total)])
         done.wait(10)
         done.set()
         for t in threads:
@@ -240,9 +190,9 @@ def test_ptp_04_round_robin_among_consumers_with_credit(connection: Connection) 
     s2 = connection.create_session()
     a = s1.create_consumer(q)
     b = s2.create_consumer(q)
-    _send(connection.create_session(), q, *[f"m{i}" for i in range(6)])
-    got_a = _texts(_drain(a))
-    got_b = _texts(_drain(b))
+    send(connection.create_session(), q, *[f"m{i}" for i in range(6)])
+    got_a = texts(drain(a))
+    got_b = texts(drain(b))
     assert sorted([got_a, got_b]) == [["m0", "m2", "m4"], ["m1", "m3", "m5"]]
 
 
@@ -254,12 +204,12 @@ def test_ptp_04_idle_consumer_is_not_starved(factory: ConnectionFactory) -> None
     with f1.create_connection() as conn:
         conn.start()
         a = conn.create_session().create_consumer(q)
-        _send(conn.create_session(), q, "m0")
+        send(conn.create_session(), q, "m0")
         b = conn.create_session().create_consumer(q)
-        _send(conn.create_session(), q, "m1", "m2", "m3", "m4")
-        assert _receive_texts(b, 4) == ["m1", "m2", "m3", "m4"]
+        send(conn.create_session(), q, "m1", "m2", "m3", "m4")
+        assert receive_texts(b, 4) == ["m1", "m2", "m3", "m4"]
         assert b.receive(NOTHING) is None
-        assert _texts(_drain(a)) == ["m0"]
+        assert texts(drain(a)) == ["m0"]
 
 
 # ---------------------------------------------------------------------------- PTP-05
@@ -269,15 +219,15 @@ def test_ptp_s3_selector_consumer_takes_only_matches(connection: Connection) -> 
     q = Queue("ptps3")
     s = connection.create_session()
     p = s.create_producer(q)
-    p.send(_msg(s, "m1", c="r"))
-    p.send(_msg(s, "m2", c="b"))
-    p.send(_msg(s, "m3", c="r"))
+    p.send(text_message(s, "m1", c="r"))
+    p.send(text_message(s, "m2", c="b"))
+    p.send(text_message(s, "m3", c="r"))
     sel = s.create_consumer(q, "c = 'b'")
-    assert _texts(_drain(sel)) == ["m2"]
-    assert _browse(s, q) == ["m1", "m3"]
+    assert texts(drain(sel)) == ["m2"]
+    assert browse(s, q) == ["m1", "m3"]
     sel.close()
     plain = s.create_consumer(q)
-    assert _texts(_drain(plain)) == ["m1", "m3"]
+    assert texts(drain(plain)) == ["m1", "m3"]
 
 
 def test_ptp_05_non_matching_messages_stay_for_other_consumers(connection: Connection) -> None:
@@ -287,14 +237,14 @@ def test_ptp_05_non_matching_messages_stay_for_other_consumers(connection: Conne
     s = connection.create_session()
     p = s.create_producer(q)
     for i in range(6):
-        p.send(_msg(s, f"m{i}", kind="even" if i % 2 == 0 else "odd"))
-    p.send(_msg(s, "other", kind="none"))
-    assert _browse(s, q, "kind = 'odd'") == ["m1", "m3", "m5"]
+        p.send(text_message(s, f"m{i}", kind="even" if i % 2 == 0 else "odd"))
+    p.send(text_message(s, "other", kind="none"))
+    assert browse(s, q, "kind = 'odd'") == ["m1", "m3", "m5"]
     evens = s.create_consumer(q, "kind = 'even'")
     odds = connection.create_session().create_consumer(q, "kind = 'odd'")
-    assert _texts(_drain(evens)) == ["m0", "m2", "m4"]
-    assert _texts(_drain(odds)) == ["m1", "m3", "m5"]
-    assert _browse(s, q) == ["other"]
+    assert texts(drain(evens)) == ["m0", "m2", "m4"]
+    assert texts(drain(odds)) == ["m1", "m3", "m5"]
+    assert browse(s, q) == ["other"]
 
 
 # ---------------------------------------------------------------------------- PTP-06
@@ -309,10 +259,10 @@ def test_ptp_06_unacknowledged_messages_return_on_close(
     q = Queue(f"ptp06-{how}")
     conn = factory.create_connection()
     conn.start()
-    s = _session(conn, CLIENT)
-    _send(s, q, "seen", "prefetched")
+    s = new_session(conn, CLIENT)
+    send(s, q, "seen", "prefetched")
     c = s.create_consumer(q)
-    assert _text(_receive(c)) == "seen"
+    assert text_or_none(receive(c)) == "seen"
     if how == "session":
         s.close()
     elif how == "connection":
@@ -324,8 +274,8 @@ def test_ptp_06_unacknowledged_messages_return_on_close(
     with factory.create_connection() as conn2:
         conn2.start()
         c2 = conn2.create_session().create_consumer(q)
-        got = _drain(c2)
-        assert [(_text(m), m.jms_redelivered, _count(m)) for m in got] == [
+        got = drain(c2)
+        assert [marks(m) for m in got] == [
             ("seen", True, 2),
             ("prefetched", False, 1),
         ]
@@ -339,12 +289,12 @@ def test_ptp_06_transacted_session_close_returns_messages(factory: ConnectionFac
         conn.start()
         s = conn.create_session(True)
         c = s.create_consumer(q)
-        _send(conn.create_session(), q, "a", "b")
-        assert _receive_texts(c, 2) == ["a", "b"]
+        send(conn.create_session(), q, "a", "b")
+        assert receive_texts(c, 2) == ["a", "b"]
         s.close()
         c2 = conn.create_session().create_consumer(q)
-        got = _drain(c2)
-        assert [(_text(m), m.jms_redelivered, _count(m)) for m in got] == [
+        got = drain(c2)
+        assert [marks(m) for m in got] == [
             ("a", True, 2),
             ("b", True, 2),
         ]
@@ -357,16 +307,16 @@ def test_ptp_06_lost_connection_returns_messages_marked(factory: ConnectionFacto
     q = Queue("ptp06lost")
     conn = factory.create_connection()
     conn.start()
-    s = _session(conn, CLIENT)
-    _send(s, q, "seen")
+    s = new_session(conn, CLIENT)
+    send(s, q, "seen")
     c = s.create_consumer(q)
-    assert _text(_receive(c)) == "seen"
-    _lose_link(conn)
+    assert text_or_none(receive(c)) == "seen"
+    lose_link(conn)
     try:
         with factory.create_connection() as conn2:
             conn2.start()
-            m = _receive(conn2.create_session().create_consumer(q))
-            assert (_text(m), m.jms_redelivered, _count(m)) == ("seen", True, 2)
+            m = receive(conn2.create_session().create_consumer(q))
+            assert marks(m) == ("seen", True, 2)
     finally:
         conn.close()
 
@@ -385,16 +335,16 @@ def test_ptp_07_deleted_and_recreated_destination_has_no_old_messages(
         s = conn.create_session()
         c = s.create_durable_consumer(t, "d")
         c.close()
-        _send(s, t, "old-1", "old-2")
+        send(s, t, "old-1", "old-2")
         s.unsubscribe("d")
         c = s.create_durable_consumer(t, "d")
         assert c.receive(NOTHING) is None
-        _send(s, t, "new")
-        assert _texts(_drain(c)) == ["new"]
+        send(s, t, "new")
+        assert texts(drain(c)) == ["new"]
         c.close()
         s.unsubscribe("d")
         tq = s.create_temporary_queue()
-        _send(s, tq, "temp-old")
+        send(s, tq, "temp-old")
         tq.delete()
         with pytest.raises(InvalidDestinationException):
             s.create_consumer(tq)
@@ -406,20 +356,20 @@ def test_ptp_s4_browse_does_not_consume(connection: Connection) -> None:
     receives them as first deliveries; browsing afterwards yields nothing."""
     q = Queue("ptps4")
     s = connection.create_session()
-    _send(s, q, "m1", "m2", "m3")
+    send(s, q, "m1", "m2", "m3")
     browser = s.create_browser(q)
     first = list(browser)
-    assert _texts(first) == ["m1", "m2", "m3"]
+    assert texts(first) == ["m1", "m2", "m3"]
     assert [m.jms_redelivered for m in first] == [False] * 3
-    assert _texts(browser) == ["m1", "m2", "m3"]
+    assert texts(browser) == ["m1", "m2", "m3"]
     c = s.create_consumer(q)
-    got = [_receive(c) for _ in range(3)]
-    assert [(_text(m), m.jms_redelivered, _count(m)) for m in got] == [
+    got = [receive(c) for _ in range(3)]
+    assert [marks(m) for m in got] == [
         ("m1", False, 1),
         ("m2", False, 1),
         ("m3", False, 1),
     ]
-    assert _texts(browser) == []
+    assert texts(browser) == []
     browser.close()
 
 
@@ -430,14 +380,14 @@ def test_ptp_08_browse_order_is_consumer_order(connection: Connection) -> None:
     s = connection.create_session()
     p = s.create_producer(q)
     for text, prio in [("a", 0), ("b", 9), ("c", 4), ("d", 9), ("e", 0)]:
-        p.send(_msg(s, text, n=text), priority=prio)
+        p.send(text_message(s, text, n=text), priority=prio)
     browsed = list(s.create_browser(q))
-    assert _texts(browsed) == ["b", "d", "c", "a", "e"]
+    assert texts(browsed) == ["b", "d", "c", "a", "e"]
     assert [m.jms_priority for m in browsed] == [9, 9, 4, 0, 0]
     assert [m.get_string_property("n") for m in browsed] == ["b", "d", "c", "a", "e"]
     assert all(m.jms_destination == q for m in browsed)
     c = s.create_consumer(q)
-    assert _texts(_drain(c)) == ["b", "d", "c", "a", "e"]
+    assert texts(drain(c)) == ["b", "d", "c", "a", "e"]
 
 
 # ---------------------------------------------------------------------------- PTP-09, 10
@@ -450,13 +400,13 @@ def test_ptp_s5_browser_hides_delayed_messages_and_validates(
         s = conn.create_session()
         q = Queue("ptps5")
         p = s.create_producer(q)
-        p.send(_msg(s, "m1"), delivery_delay=2.0)
-        p.send(_msg(s, "m2"))
-        assert _browse(s, q) == ["m2"]
+        p.send(text_message(s, "m1"), delivery_delay=2.0)
+        p.send(text_message(s, "m2"))
+        assert browse(s, q) == ["m2"]
         clock.advance(1.999)
-        assert _browse(s, q) == ["m2"]
+        assert browse(s, q) == ["m2"]
         clock.advance(0.501)
-        assert _browse(s, q) == ["m1", "m2"]
+        assert browse(s, q) == ["m1", "m2"]
         with pytest.raises(InvalidDestinationException):
             s.create_browser(Topic("t"))  # type: ignore[arg-type]
         with pytest.raises(InvalidSelectorException):
@@ -477,18 +427,18 @@ def test_ptp_09_create_browser_argument_checks(connection: Connection) -> None:
         s.create_browser(s.create_temporary_topic())  # type: ignore[arg-type]
     with pytest.raises(InvalidSelectorException):
         s.create_browser(q, "x = = 1")
-    _send(s, q, "m")
+    send(s, q, "m")
     for empty in ("", None):
         b = s.create_browser(q, empty)
         assert b.queue == q
         assert b.message_selector is None
-        assert _texts(b) == ["m"]
+        assert texts(b) == ["m"]
     b = s.create_browser(q, "x = 1")
     assert b.message_selector == "x = 1"
-    assert _texts(b) == []
+    assert texts(b) == []
     tq = s.create_temporary_queue()
-    _send(s, tq, "t")
-    assert _texts(s.create_browser(tq)) == ["t"]
+    send(s, tq, "t")
+    assert texts(s.create_browser(tq)) == ["t"]
 
 
 def test_ptp_10_browser_hides_expired_messages(
@@ -499,14 +449,14 @@ def test_ptp_10_browser_hides_expired_messages(
         s = conn.create_session()
         q = Queue("ptp10exp")
         p = s.create_producer(q)
-        p.send(_msg(s, "short"), time_to_live=1.0)
-        p.send(_msg(s, "long"), time_to_live=10.0)
-        p.send(_msg(s, "forever"))
-        assert _browse(s, q) == ["short", "long", "forever"]
+        p.send(text_message(s, "short"), time_to_live=1.0)
+        p.send(text_message(s, "long"), time_to_live=10.0)
+        p.send(text_message(s, "forever"))
+        assert browse(s, q) == ["short", "long", "forever"]
         clock.advance(1.0)
-        assert _browse(s, q) == ["long", "forever"]
+        assert browse(s, q) == ["long", "forever"]
         clock.advance(9.0)
-        assert _browse(s, q) == ["forever"]
+        assert browse(s, q) == ["forever"]
 
 
 # ---------------------------------------------------------------------------- PTP-11, 12, 13
@@ -519,17 +469,17 @@ def test_ptp_11_each_iteration_is_a_fresh_scan(connection: Connection) -> None:
     p = s.create_producer(q)
     n = 250
     for i in range(n):
-        p.send(_msg(s, f"m{i}", i=i))
+        p.send(text_message(s, f"m{i}", i=i))
     browser = s.create_browser(q)
     it = iter(browser)
-    assert _text(next(it)) == "m0"
+    assert text_or_none(next(it)) == "m0"
     taker = connection.create_session().create_consumer(q, "i = 230")
-    assert _text(_receive(taker)) == "m230"
-    p.send(_msg(s, "late", i=-1))
-    rest = _texts(it)
+    assert text_or_none(receive(taker)) == "m230"
+    p.send(text_message(s, "late", i=-1))
+    rest = texts(it)
     expected = [f"m{i}" for i in range(1, n) if i != 230]
     assert rest in (expected, [*expected, "late"])
-    again = _texts(browser)
+    again = texts(browser)
     assert again == ["m0", *expected, "late"]
 
 
@@ -537,14 +487,14 @@ def test_ptp_12_browser_shows_dispatched_unacknowledged_messages(connection: Con
     """PTP-12 (PSF-08): messages handed to a consumer but not acknowledged, and messages sitting
     in a consumer's prefetch buffer, are still on the queue for a browser."""
     q = Queue("ptp12")
-    s = _session(connection, CLIENT)
-    _send(s, q, "m1", "m2", "m3")
+    s = new_session(connection, CLIENT)
+    send(s, q, "m1", "m2", "m3")
     c = s.create_consumer(q)
-    assert _text(_receive(c)) == "m1"  # m2 and m3 sit in the prefetch buffer
+    assert text_or_none(receive(c)) == "m1"  # m2 and m3 sit in the prefetch buffer
     other = connection.create_session()
-    assert _browse(other, q) == ["m1", "m2", "m3"]
+    assert browse(other, q) == ["m1", "m2", "m3"]
     c.receive(WAIT).acknowledge()  # type: ignore[union-attr]
-    assert _browse(other, q) == ["m3"]
+    assert browse(other, q) == ["m3"]
 
 
 def test_ptp_13_browsing_works_on_a_stopped_connection(factory: ConnectionFactory) -> None:
@@ -552,11 +502,11 @@ def test_ptp_13_browsing_works_on_a_stopped_connection(factory: ConnectionFactor
     q = Queue("ptp13")
     with factory.create_connection() as conn:
         s = conn.create_session()
-        _send(s, q, "a", "b")
-        assert _browse(s, q) == ["a", "b"]
+        send(s, q, "a", "b")
+        assert browse(s, q) == ["a", "b"]
         conn.start()
         conn.stop()
-        assert _browse(s, q) == ["a", "b"]
+        assert browse(s, q) == ["a", "b"]
 
 
 # ---------------------------------------------------------------------------- PTP-14
@@ -565,10 +515,10 @@ def test_ptp_14_closed_browser(connection: Connection) -> None:
     already in progress simply ends, and closing twice is a no-op."""
     q = Queue("ptp14")
     s = connection.create_session()
-    _send(s, q, "a", "b", "c")
+    send(s, q, "a", "b", "c")
     b = s.create_browser(q)
     it = iter(b)
-    assert _text(next(it)) == "a"
+    assert text_or_none(next(it)) == "a"
     b.close()
     assert list(it) == []
     b.close()
@@ -589,10 +539,10 @@ def test_ptp_14_browser_of_closed_session_or_connection(
     q = Queue(f"ptp14-{closer}")
     conn = factory.create_connection()
     s = conn.create_session()
-    _send(s, q, "a", "b")
+    send(s, q, "a", "b")
     b = s.create_browser(q)
     it = iter(b)
-    assert _text(next(it)) == "a"
+    assert text_or_none(next(it)) == "a"
     if closer == "session":
         s.close()
     else:

@@ -10,85 +10,43 @@ Time is driven with the fake clock; a "receives nothing" check waits ``NOTHING``
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import pytest
 
 from ternmq.broker.clock import FakeClock
-from ternmq.client import Connection, ConnectionFactory, MessageConsumer, Session
+from ternmq.client import Connection, ConnectionFactory, MessageConsumer
 from ternmq.destination import Queue, Topic
 from ternmq.errors import InvalidDestinationException
-from ternmq.message import DeliveryMode, Message, TextMessage
+from ternmq.message import Message, TextMessage
 from ternmq.transport.vm import EmbeddedBroker
 
-NOTHING = 0.1  # seconds a "receives nothing" check waits
-WAIT = 2.0  # seconds a "receives a message" check may wait
+from ._helpers import (
+    AUTO,
+    CLIENT,
+    DUPS_OK,
+    NP,
+    TRANSACTED,
+    MakeBroker,
+    P,
+    browse,
+    delivery_count,
+    drain,
+    lose_link,
+    marks,
+    new_session,
+    receive,
+    send,
+    text_message,
+    text_or_none,
+    texts,
+)
 
-AUTO = Session.AUTO_ACKNOWLEDGE
-CLIENT = Session.CLIENT_ACKNOWLEDGE
-DUPS_OK = Session.DUPS_OK_ACKNOWLEDGE
-TRANSACTED = Session.SESSION_TRANSACTED
-NP = DeliveryMode.NON_PERSISTENT
-P = DeliveryMode.PERSISTENT
-
-MakeBroker = Callable[..., EmbeddedBroker]
+NOTHING = 0.1  # seconds a "receives nothing" check waits (drain() waits as long)
+WAIT = 2.0  # seconds a "receives a message" check may wait (receive() too)
 
 
 # ---------------------------------------------------------------------------- helpers
-def _msg(session: Session, text: str, **props: object) -> TextMessage:
-    m = session.create_text_message(text)
-    for name, value in props.items():
-        m.set_object_property(name, value)
-    return m
-
-
-def _send(session: Session, dest: Queue | Topic, *texts: str, **kw: object) -> None:
-    producer = session.create_producer(dest)
-    for t in texts:
-        producer.send(_msg(session, t), **kw)  # type: ignore[arg-type]
-    producer.close()
-
-
-def _text(m: Message | None) -> str | None:
-    assert m is None or isinstance(m, TextMessage)
-    return None if m is None else m.text
-
-
-def _texts(msgs: Iterable[Message]) -> list[str | None]:
-    return [_text(m) for m in msgs]
-
-
-def _receive(consumer: MessageConsumer) -> Message:
-    m = consumer.receive(WAIT)
-    assert m is not None, "expected a message"
-    return m
-
-
-def _drain(consumer: MessageConsumer) -> list[Message]:
-    out = []
-    while (m := consumer.receive(NOTHING)) is not None:
-        out.append(m)
-    return out
-
-
-def _count(m: Message) -> int:
-    return m.get_int_property("JMSXDeliveryCount")
-
-
-def _marks(m: Message) -> tuple[str | None, bool, int]:
-    return _text(m), m.jms_redelivered, _count(m)
-
-
-def _session(conn: Connection, mode: int = AUTO) -> Session:
-    return conn.create_session(mode == TRANSACTED, mode)
-
-
-def _browse(session: Session, queue: Queue) -> list[str | None]:
-    b = session.create_browser(queue)
-    try:
-        return _texts(b)
-    finally:
-        b.close()
 
 
 class _Recorder:
@@ -100,7 +58,7 @@ class _Recorder:
         self.event = threading.Event()
 
     def on_completion(self, message: Message) -> None:
-        self.done.append(_text(message))
+        self.done.append(text_or_none(message))
         self.event.set()
 
     def on_exception(self, message: Message, exception: Exception) -> None:
@@ -109,9 +67,6 @@ class _Recorder:
 
 
 # ------------------------------------------------------- broker internals (one place)
-def _lose_link(conn: Connection) -> None:
-    """Cut the connection's link to the broker without an orderly close (a lost connection)."""
-    conn._transport.close()
 
 
 def _restart(broker: EmbeddedBroker) -> None:
@@ -132,27 +87,27 @@ def test_rel_01_persistent_message_delivered_once_and_only_once(
         conn.create_session().create_durable_consumer(t, "d").close()
     with factory.create_connection() as conn:
         s = conn.create_session()
-        _send(s, q, "q-msg", delivery_mode=P)
-        _send(s, t, "t-msg", delivery_mode=P)
+        send(s, q, "q-msg", delivery_mode=P)
+        send(s, t, "t-msg", delivery_mode=P)
     for _ in range(2):  # unacknowledged receipts do not consume it
         with factory.create_connection() as conn:
             conn.client_id = "rel01"
             conn.start()
-            s = _session(conn, CLIENT)
-            assert _text(_receive(s.create_consumer(q))) == "q-msg"
-            assert _text(_receive(s.create_durable_consumer(t, "d"))) == "t-msg"
+            s = new_session(conn, CLIENT)
+            assert text_or_none(receive(s.create_consumer(q))) == "q-msg"
+            assert text_or_none(receive(s.create_durable_consumer(t, "d"))) == "t-msg"
     with factory.create_connection() as conn:
         conn.client_id = "rel01"
         conn.start()
-        s = _session(conn, AUTO)
-        qm = _receive(s.create_consumer(q))
-        tm = _receive(s.create_durable_consumer(t, "d"))
-        assert _marks(qm) == ("q-msg", True, 3)
-        assert _marks(tm) == ("t-msg", True, 3)
+        s = new_session(conn, AUTO)
+        qm = receive(s.create_consumer(q))
+        tm = receive(s.create_durable_consumer(t, "d"))
+        assert marks(qm) == ("q-msg", True, 3)
+        assert marks(tm) == ("t-msg", True, 3)
     with factory.create_connection() as conn:
         conn.client_id = "rel01"
         conn.start()
-        s = _session(conn, CLIENT)
+        s = new_session(conn, CLIENT)
         assert s.create_consumer(q).receive(NOTHING) is None
         assert s.create_durable_consumer(t, "d").receive(NOTHING) is None
 
@@ -170,17 +125,17 @@ def test_rel_s1_restart_keeps_persistent_messages_and_durable_subscriptions(
     with factory.create_connection() as conn:
         s = conn.create_session()
         for i in range(3):
-            _send(s, q, f"p{i}", delivery_mode=P)
-            _send(s, q, f"n{i}", delivery_mode=NP)
-            _send(s, t, f"p{i}", delivery_mode=P)
-            _send(s, t, f"n{i}", delivery_mode=NP)
+            send(s, q, f"p{i}", delivery_mode=P)
+            send(s, q, f"n{i}", delivery_mode=NP)
+            send(s, t, f"p{i}", delivery_mode=P)
+            send(s, t, f"n{i}", delivery_mode=NP)
     _restart(broker)
     with factory.create_connection() as conn:
         conn.client_id = "c1"
         conn.start()
         s = conn.create_session()
-        assert _texts(_drain(s.create_consumer(q))) == ["p0", "p1", "p2"]
-        assert _texts(_drain(s.create_durable_consumer(t, "d"))) == ["p0", "p1", "p2"]
+        assert texts(drain(s.create_consumer(q))) == ["p0", "p1", "p2"]
+        assert texts(drain(s.create_durable_consumer(t, "d"))) == ["p0", "p1", "p2"]
 
 
 def test_rel_09_subscription_definition_survives_restart(
@@ -194,38 +149,38 @@ def test_rel_09_subscription_definition_survives_restart(
         s = conn.create_session()
         s.create_durable_consumer(t, "sel", "k = 1", no_local=True).close()
         tq = s.create_temporary_queue()
-        _send(s, tq, "temp")
+        send(s, tq, "temp")
     _restart(broker)
     with factory.create_connection() as conn:
         conn.client_id = "rel09"
         conn.start()
         s = conn.create_session()
         p = s.create_producer(t)
-        p.send(_msg(s, "own", k=1))  # no_local: published by the subscriber's own client id
+        p.send(text_message(s, "own", k=1))  # no_local: published by the subscriber's own client id
         with factory.create_connection() as other:
             os_ = other.create_session()
             op = os_.create_producer(t)
-            op.send(_msg(os_, "k2", k=2))
-            op.send(_msg(os_, "k1", k=1))
+            op.send(text_message(os_, "k2", k=2))
+            op.send(text_message(os_, "k1", k=1))
         c = s.create_durable_consumer(t, "sel", "k = 1", no_local=True)
-        assert _texts(_drain(c)) == ["k1"]
+        assert texts(drain(c)) == ["k1"]
         with pytest.raises(InvalidDestinationException):
-            s.create_producer(tq).send(_msg(s, "x"))
+            s.create_producer(tq).send(text_message(s, "x"))
 
 
 def test_rel_02_non_persistent_is_delivered_at_most_once(connection: Connection) -> None:
     """REL-02: NON_PERSISTENT messages are delivered once; nothing delivers one twice."""
     q = Queue("rel02")
     s = connection.create_session()
-    _send(s, q, *[f"n{i}" for i in range(5)], delivery_mode=NP)
+    send(s, q, *[f"n{i}" for i in range(5)], delivery_mode=NP)
     c = s.create_consumer(q)
-    got = _drain(c)
-    assert _texts(got) == [f"n{i}" for i in range(5)]
-    assert [(m.jms_redelivered, _count(m), m.jms_delivery_mode) for m in got] == [
+    got = drain(c)
+    assert texts(got) == [f"n{i}" for i in range(5)]
+    assert [(m.jms_redelivered, delivery_count(m), m.jms_delivery_mode) for m in got] == [
         (False, 1, NP)
     ] * 5
     c.close()
-    assert _drain(connection.create_session().create_consumer(q)) == []
+    assert drain(connection.create_session().create_consumer(q)) == []
 
 
 def test_rel_03_non_persistent_kept_while_broker_runs(
@@ -238,15 +193,15 @@ def test_rel_03_non_persistent_kept_while_broker_runs(
         conn.client_id = "rel03"
         s = conn.create_session()
         s.create_durable_consumer(t, "d").close()
-        _send(s, q, "nq", delivery_mode=NP)
-        _send(s, t, "nt", delivery_mode=NP)
+        send(s, q, "nq", delivery_mode=NP)
+        send(s, t, "nt", delivery_mode=NP)
     clock.advance(7 * 24 * 3600.0)
     with fake_factory.create_connection() as conn:
         conn.client_id = "rel03"
         conn.start()
         s = conn.create_session()
-        assert _texts(_drain(s.create_consumer(q))) == ["nq"]
-        assert _texts(_drain(s.create_durable_consumer(t, "d"))) == ["nt"]
+        assert texts(drain(s.create_consumer(q))) == ["nq"]
+        assert texts(drain(s.create_durable_consumer(t, "d"))) == ["nt"]
 
 
 def test_rel_04_subscription_guarantees(factory: ConnectionFactory) -> None:
@@ -259,15 +214,15 @@ def test_rel_04_subscription_guarantees(factory: ConnectionFactory) -> None:
         conn.start()
         s = conn.create_session()
         s.create_durable_consumer(t, "d").close()
-        _send(s, t, "before", delivery_mode=P)
+        send(s, t, "before", delivery_mode=P)
         nd = s.create_consumer(t)
-        _send(s, t, "p", delivery_mode=P)
-        _send(s, t, "n", delivery_mode=NP)
-        assert _texts(_drain(nd)) == ["p", "n"]
+        send(s, t, "p", delivery_mode=P)
+        send(s, t, "n", delivery_mode=NP)
+        assert texts(drain(nd)) == ["p", "n"]
         nd.close()
-        _send(s, t, "after", delivery_mode=NP)
-        assert _texts(_drain(s.create_durable_consumer(t, "d"))) == ["before", "p", "n", "after"]
-        assert _drain(s.create_consumer(t)) == []
+        send(s, t, "after", delivery_mode=NP)
+        assert texts(drain(s.create_durable_consumer(t, "d"))) == ["before", "p", "n", "after"]
+        assert drain(s.create_consumer(t)) == []
 
 
 def test_rel_05_acknowledged_or_committed_never_delivered_again(factory: ConnectionFactory) -> None:
@@ -276,30 +231,30 @@ def test_rel_05_acknowledged_or_committed_never_delivered_again(factory: Connect
     q = Queue("rel05")
     with factory.create_connection() as conn:
         conn.start()
-        auto = _session(conn, AUTO)
-        _send(auto, q, "a1", "a2")
+        auto = new_session(conn, AUTO)
+        send(auto, q, "a1", "a2")
         ca = auto.create_consumer(q)
-        assert _texts([_receive(ca), _receive(ca)]) == ["a1", "a2"]
+        assert texts([receive(ca), receive(ca)]) == ["a1", "a2"]
         auto.recover()
         assert ca.receive(NOTHING) is None
         ca.close()
-        client = _session(conn, CLIENT)
-        _send(client, q, "c1")
+        client = new_session(conn, CLIENT)
+        send(client, q, "c1")
         cc = client.create_consumer(q)
-        _receive(cc).acknowledge()
+        receive(cc).acknowledge()
         client.recover()
         assert cc.receive(NOTHING) is None
         cc.close()
-        tx = _session(conn, TRANSACTED)
-        _send(auto, q, "t1")
+        tx = new_session(conn, TRANSACTED)
+        send(auto, q, "t1")
         ct = tx.create_consumer(q)
-        assert _text(_receive(ct)) == "t1"
+        assert text_or_none(receive(ct)) == "t1"
         tx.commit()
         tx.rollback()
         assert ct.receive(NOTHING) is None
     with factory.create_connection() as conn:
         conn.start()
-        assert _drain(conn.create_session().create_consumer(q)) == []
+        assert drain(conn.create_session().create_consumer(q)) == []
 
 
 def test_rel_06_one_send_one_copy_per_queue_and_subscription(factory: ConnectionFactory) -> None:
@@ -315,12 +270,12 @@ def test_rel_06_one_send_one_copy_per_queue_and_subscription(factory: Connection
         shared1 = s.create_shared_consumer(t, "sh")
         shared2 = conn.create_session().create_shared_consumer(t, "sh")
         qc = s.create_consumer(q)
-        _send(s, q, "one")
-        _send(s, t, "one")
-        assert _texts(_drain(qc)) == ["one"]
-        assert _texts(_drain(durable)) == ["one"]
-        assert _texts(_drain(plain)) == ["one"]
-        assert sorted(_texts(_drain(shared1) + _drain(shared2))) == ["one"]  # type: ignore[type-var]
+        send(s, q, "one")
+        send(s, t, "one")
+        assert texts(drain(qc)) == ["one"]
+        assert texts(drain(durable)) == ["one"]
+        assert texts(drain(plain)) == ["one"]
+        assert sorted(texts(drain(shared1) + drain(shared2))) == ["one"]  # type: ignore[type-var]
 
 
 def test_rel_07_non_durable_and_temporary_lose_messages_with_owner(
@@ -332,19 +287,19 @@ def test_rel_07_non_durable_and_temporary_lose_messages_with_owner(
     with factory.create_connection() as conn:
         s = conn.create_session()  # connection stopped: messages stay pending in the broker
         nd = s.create_consumer(t)
-        _send(s, t, "pending")
-        _send(s, q, "kept")
+        send(s, t, "pending")
+        send(s, q, "kept")
         nd.close()
         tq = s.create_temporary_queue()
-        _send(s, tq, "temp")
+        send(s, tq, "temp")
         conn.start()
-        assert _drain(s.create_consumer(t)) == []
+        assert drain(s.create_consumer(t)) == []
     with factory.create_connection() as conn:
         conn.start()
         s = conn.create_session()
         with pytest.raises(InvalidDestinationException):
-            s.create_producer(tq).send(_msg(s, "x"))
-        assert _texts(_drain(s.create_consumer(q))) == ["kept"]
+            s.create_producer(tq).send(text_message(s, "x"))
+        assert texts(drain(s.create_consumer(q))) == ["kept"]
 
 
 # ---------------------------------------------------------------------------- REL-10..REL-17
@@ -371,12 +326,12 @@ def test_rel_10_every_redelivery_is_marked(
     q = Queue(f"rel10-{cause}")
     mode = TRANSACTED if cause in ("rollback", "close-transacted-session") else CLIENT
     with factory.create_connection() as conn:
-        _send(conn.create_session(), q, "m")
+        send(conn.create_session(), q, "m")
     conn = factory.create_connection()
     conn.start()
-    s = _session(conn, mode)
+    s = new_session(conn, mode)
     c = s.create_consumer(q)
-    assert _marks(_receive(c)) == ("m", False, 1)
+    assert marks(receive(c)) == ("m", False, 1)
     for expected in (2, 3):
         if cause == "recover":
             s.recover()
@@ -390,7 +345,7 @@ def test_rel_10_every_redelivery_is_marked(
         elif cause == "close-connection":
             conn.close()
         elif cause == "lost-connection":
-            _lose_link(conn)
+            lose_link(conn)
             conn.close()
         else:
             _restart(broker)
@@ -399,11 +354,11 @@ def test_rel_10_every_redelivery_is_marked(
             if conn.closed:
                 conn = factory.create_connection()
                 conn.start()
-            s = _session(conn, mode)
+            s = new_session(conn, mode)
         if c._closed:
             c = s.create_consumer(q)
-        m = _receive(c)
-        assert _marks(m) == ("m", True, expected)
+        m = receive(c)
+        assert marks(m) == ("m", True, expected)
     conn.close()
 
 
@@ -412,12 +367,12 @@ def test_rel_11_delivery_count_property(connection: Connection) -> None:
     visible through every property accessor; metadata lists the JMSX names; a value the sender
     put there is overwritten."""
     q = Queue("rel11")
-    s = _session(connection, CLIENT)
-    m = _msg(s, "m")
+    s = new_session(connection, CLIENT)
+    m = text_message(s, "m")
     m.set_int_property("JMSXDeliveryCount", 7)
     s.create_producer(q).send(m)
     c = s.create_consumer(q)
-    got = _receive(c)
+    got = receive(c)
     assert got.jms_redelivered is False
     assert got.get_int_property("JMSXDeliveryCount") == 1
     assert got.get_object_property("JMSXDeliveryCount") == 1
@@ -427,7 +382,7 @@ def test_rel_11_delivery_count_property(connection: Connection) -> None:
     names = set(connection.metadata.jmsx_property_names)
     assert {"JMSXDeliveryCount", "JMSXGroupID", "JMSXGroupSeq"} <= names
     s.recover()
-    again = _receive(c)
+    again = receive(c)
     assert (again.jms_redelivered, again.get_int_property("JMSXDeliveryCount")) == (True, 2)
 
 
@@ -439,53 +394,53 @@ def test_rel_12_restart_after_delivery_marks_redelivered(
     q = Queue("rel12")
     conn = factory.create_connection()
     conn.start()
-    s = _session(conn, CLIENT)
-    _send(s, q, "m", delivery_mode=P)
-    assert _marks(_receive(s.create_consumer(q))) == ("m", False, 1)
+    s = new_session(conn, CLIENT)
+    send(s, q, "m", delivery_mode=P)
+    assert marks(receive(s.create_consumer(q))) == ("m", False, 1)
     _restart(broker)
     conn.close()
     with factory.create_connection() as conn2:
         conn2.start()
-        m = _receive(conn2.create_session().create_consumer(q))
-        assert _text(m) == "m"
+        m = receive(conn2.create_session().create_consumer(q))
+        assert text_or_none(m) == "m"
         assert m.jms_redelivered is True
-        assert _count(m) >= 2
+        assert delivery_count(m) >= 2
 
 
 def test_rel_13_sender_redelivered_flag_is_ignored(connection: Connection) -> None:
     """REL-13: jms_redelivered set by the sender is ignored; a first delivery shows False."""
     q = Queue("rel13")
     s = connection.create_session()
-    m = _msg(s, "m")
+    m = text_message(s, "m")
     m.jms_redelivered = True
     s.create_producer(q).send(m)
-    got = _receive(s.create_consumer(q))
-    assert (got.jms_redelivered, _count(got)) == (False, 1)
+    got = receive(s.create_consumer(q))
+    assert (got.jms_redelivered, delivery_count(got)) == (False, 1)
 
 
 def test_rel_s8_redelivered_copy_is_the_original(connection: Connection) -> None:
     """REL-S8 (REL-14): changes the consumer made to its copy (clear_body, clear_properties, new
     text) are not visible in the redelivered copy; only the provider-set fields differ."""
     q = Queue("rels8")
-    s = _session(connection, CLIENT)
-    sent = _msg(s, "a")
+    s = new_session(connection, CLIENT)
+    sent = text_message(s, "a")
     sent.set_int_property("p", 1)
     s.create_producer(q).send(sent)
     c = s.create_consumer(q)
-    m = _receive(c)
+    m = receive(c)
     assert isinstance(m, TextMessage)
     m.clear_body()
     m.text = "b"
     m.clear_properties()
     assert not m.property_exists("p")
     s.recover()
-    again = _receive(c)
+    again = receive(c)
     assert isinstance(again, TextMessage)
     assert again.text == "a"
     assert again.get_int_property("p") == 1
     assert again.jms_message_id == sent.jms_message_id
     assert again.jms_timestamp == sent.jms_timestamp
-    assert (again.jms_redelivered, _count(again)) == (True, 2)
+    assert (again.jms_redelivered, delivery_count(again)) == (True, 2)
 
 
 def test_rel_s2_recover_redelivers_from_first_unacknowledged(connection: Connection) -> None:
@@ -493,13 +448,13 @@ def test_rel_s2_recover_redelivers_from_first_unacknowledged(connection: Connect
     recover() both come again marked (count 2); after acknowledging and recovering again,
     nothing comes."""
     q = Queue("rels2")
-    s = _session(connection, CLIENT)
-    _send(s, q, "m1", "m2")
+    s = new_session(connection, CLIENT)
+    send(s, q, "m1", "m2")
     c = s.create_consumer(q)
-    assert [_marks(_receive(c)), _marks(_receive(c))] == [("m1", False, 1), ("m2", False, 1)]
+    assert [marks(receive(c)), marks(receive(c))] == [("m1", False, 1), ("m2", False, 1)]
     s.recover()
-    m1, m2 = _receive(c), _receive(c)
-    assert [_marks(m1), _marks(m2)] == [("m1", True, 2), ("m2", True, 2)]
+    m1, m2 = receive(c), receive(c)
+    assert [marks(m1), marks(m2)] == [("m1", True, 2), ("m2", True, 2)]
     m2.acknowledge()
     s.recover()
     assert c.receive_no_wait() is None
@@ -515,21 +470,21 @@ def test_rel_15_recover_sequence_may_change(
     q = Queue("rel15")
     with fake_factory.create_connection() as conn:
         conn.start()
-        s = _session(conn, CLIENT)
+        s = new_session(conn, CLIENT)
         p = s.create_producer(q)
-        p.send(_msg(s, "short"), time_to_live=1.0)
-        p.send(_msg(s, "m1"))
-        p.send(_msg(s, "m2"))
+        p.send(text_message(s, "short"), time_to_live=1.0)
+        p.send(text_message(s, "m1"))
+        p.send(text_message(s, "m2"))
         c = s.create_consumer(q)
-        assert _texts([_receive(c), _receive(c)]) == ["short", "m1"]
+        assert texts([receive(c), receive(c)]) == ["short", "m1"]
         other = conn.create_session()
         op = other.create_producer(q)
-        op.send(_msg(other, "urgent"), priority=9)
-        op.send(_msg(other, "due"), priority=9, delivery_delay=0.5)
+        op.send(text_message(other, "urgent"), priority=9)
+        op.send(text_message(other, "due"), priority=9, delivery_delay=0.5)
         clock.advance(1.0)
         s.recover()
-        got = _drain(c)
-        assert [_marks(m) for m in got] == [
+        got = drain(c)
+        assert [marks(m) for m in got] == [
             ("urgent", False, 1),
             ("due", False, 1),
             ("m1", True, 2),
@@ -541,18 +496,18 @@ def test_rel_s3_rollback_returns_to_original_position(connection: Connection) ->
     """REL-S3 (REL-10, REL-16): a rolled-back message comes back before later messages, with its
     count raised on each rollback; committed, nothing is left."""
     q = Queue("rels3")
-    _send(connection.create_session(), q, "m1", "m2", "m3")
-    s = _session(connection, TRANSACTED)
+    send(connection.create_session(), q, "m1", "m2", "m3")
+    s = new_session(connection, TRANSACTED)
     c = s.create_consumer(q)
-    assert _marks(_receive(c)) == ("m1", False, 1)
+    assert marks(receive(c)) == ("m1", False, 1)
     s.rollback()
-    assert _marks(_receive(c)) == ("m1", True, 2)
+    assert marks(receive(c)) == ("m1", True, 2)
     s.rollback()
-    assert _marks(_receive(c)) == ("m1", True, 3)
-    assert [_marks(_receive(c)), _marks(_receive(c))] == [("m2", False, 1), ("m3", False, 1)]
+    assert marks(receive(c)) == ("m1", True, 3)
+    assert [marks(receive(c)), marks(receive(c))] == [("m2", False, 1), ("m3", False, 1)]
     s.commit()
     c.close()
-    assert _drain(connection.create_session().create_consumer(q)) == []
+    assert drain(connection.create_session().create_consumer(q)) == []
 
 
 def test_rel_16_returned_messages_go_ahead_of_later_ones(factory: ConnectionFactory) -> None:
@@ -561,14 +516,14 @@ def test_rel_16_returned_messages_go_ahead_of_later_ones(factory: ConnectionFact
     q = Queue("rel16")
     with factory.create_connection() as conn:
         conn.start()
-        s = _session(conn, CLIENT)
-        _send(s, q, "m1", "m2", "m3")
+        s = new_session(conn, CLIENT)
+        send(s, q, "m1", "m2", "m3")
         c = s.create_consumer(q)
-        assert _texts([_receive(c), _receive(c)]) == ["m1", "m2"]
-        _send(conn.create_session(), q, "m4")
+        assert texts([receive(c), receive(c)]) == ["m1", "m2"]
+        send(conn.create_session(), q, "m4")
         s.close()
-        got = _drain(conn.create_session().create_consumer(q))
-        assert [_marks(m) for m in got] == [
+        got = drain(conn.create_session().create_consumer(q))
+        assert [marks(m) for m in got] == [
             ("m1", True, 2),
             ("m2", True, 2),
             ("m3", False, 1),
@@ -585,7 +540,7 @@ def _listen(
     enough = threading.Event()
 
     def listener(m: Message) -> None:
-        seen.append(_marks(m))
+        seen.append(marks(m))
         if len(seen) >= calls:
             enough.set()
         behaviour(m, len(seen) - 1)
@@ -603,8 +558,8 @@ def test_rel_s7_failing_listener_in_auto_modes_gets_the_message_again(
     first call gets the same message at once, marked redelivered with count 2; after it
     returns normally the queue is empty."""
     q = Queue(f"rels7-{mode}")
-    s = _session(connection, mode)
-    _send(s, q, "m")
+    s = new_session(connection, mode)
+    send(s, q, "m")
     c = s.create_consumer(q)
 
     def behaviour(m: Message, i: int) -> None:
@@ -615,7 +570,7 @@ def test_rel_s7_failing_listener_in_auto_modes_gets_the_message_again(
     assert seen == [("m", False, 1), ("m", True, 2)]
     c.close()
     s.close()
-    assert _drain(connection.create_session().create_consumer(q)) == []
+    assert drain(connection.create_session().create_consumer(q)) == []
     assert len(seen) == 2
 
 
@@ -623,8 +578,8 @@ def test_rel_17_failing_listener_client_mode_moves_on(connection: Connection) ->
     """REL-17: in CLIENT_ACKNOWLEDGE a listener that raises gets the next message; the failed
     one stays unacknowledged until recover(), which redelivers both."""
     q = Queue("rel17client")
-    s = _session(connection, CLIENT)
-    _send(connection.create_session(), q, "m1", "m2")
+    s = new_session(connection, CLIENT)
+    send(connection.create_session(), q, "m1", "m2")
     c = s.create_consumer(q)
 
     def behaviour(m: Message, i: int) -> None:
@@ -639,15 +594,15 @@ def test_rel_17_failing_listener_client_mode_moves_on(connection: Connection) ->
     assert seen == [("m1", False, 1), ("m2", False, 1), ("m1", True, 2), ("m2", True, 2)]
     c.close()
     s.close()
-    assert _drain(connection.create_session().create_consumer(q)) == []
+    assert drain(connection.create_session().create_consumer(q)) == []
 
 
 def test_rel_17_failing_listener_transacted_moves_on(connection: Connection) -> None:
     """REL-17: in a transacted session a listener that raises gets the next message and nothing
     is rolled back: a later commit consumes both."""
     q = Queue("rel17tx")
-    s = _session(connection, TRANSACTED)
-    _send(connection.create_session(), q, "m1", "m2")
+    s = new_session(connection, TRANSACTED)
+    send(connection.create_session(), q, "m1", "m2")
     c = s.create_consumer(q)
 
     def behaviour(m: Message, i: int) -> None:
@@ -659,7 +614,7 @@ def test_rel_17_failing_listener_transacted_moves_on(connection: Connection) -> 
     assert seen == [("m1", False, 1), ("m2", False, 1)]
     c.close()
     s.close()
-    assert _drain(connection.create_session().create_consumer(q)) == []
+    assert drain(connection.create_session().create_consumer(q)) == []
 
 
 # ---------------------------------------------------------------------------- REL-18..REL-21
@@ -676,17 +631,17 @@ def test_rel_18_order_per_session_and_destination(connection: Connection) -> Non
         text = f"m{i}"
         expected.append(text)
         if i % 3 == 0:
-            p1.send(_msg(s, text))
+            p1.send(text_message(s, text))
         elif i % 3 == 1:
-            p2.send(_msg(s, text), destination=q, completion_listener=rec)
+            p2.send(text_message(s, text), destination=q, completion_listener=rec)
         else:
-            p1.send(_msg(s, text), completion_listener=rec)
+            p1.send(text_message(s, text), completion_listener=rec)
     p1.close()
     p2.close()  # waits for the completion listeners
     assert rec.failed == []
     assert len(rec.done) == 20
     c = connection.create_session().create_consumer(q)
-    assert _texts(_drain(c)) == expected
+    assert texts(drain(c)) == expected
 
 
 def test_rel_s6_order_kept_within_delivery_mode(connection: Connection) -> None:
@@ -696,8 +651,8 @@ def test_rel_s6_order_kept_within_delivery_mode(connection: Connection) -> None:
     s = connection.create_session()
     p = s.create_producer(q)
     for text, mode in [("N1", NP), ("P1", P), ("N2", NP), ("P2", P)]:
-        p.send(_msg(s, text), delivery_mode=mode)
-    got = _texts(_drain(s.create_consumer(q)))
+        p.send(text_message(s, text), delivery_mode=mode)
+    got = texts(drain(s.create_consumer(q)))
     assert sorted(got) == ["N1", "N2", "P1", "P2"]  # type: ignore[type-var]
     assert got.index("N1") < got.index("N2")
     assert got.index("P1") < got.index("P2")
@@ -712,43 +667,43 @@ def test_rel_19_permitted_deviations_priority_and_delivery_time(
     with fake_factory.create_connection() as conn:
         s = conn.create_session()
         p = s.create_producer(q)
-        p.send(_msg(s, "late"), delivery_delay=2.0)
-        p.send(_msg(s, "early"), delivery_delay=1.0)
-        p.send(_msg(s, "low"), priority=1)
-        p.send(_msg(s, "plain"))
-        p.send(_msg(s, "high"), priority=8)
+        p.send(text_message(s, "late"), delivery_delay=2.0)
+        p.send(text_message(s, "early"), delivery_delay=1.0)
+        p.send(text_message(s, "low"), priority=1)
+        p.send(text_message(s, "plain"))
+        p.send(text_message(s, "high"), priority=8)
         conn.start()
         c = s.create_consumer(q)
-        assert _texts(_drain(c)) == ["high", "plain", "low"]
+        assert texts(drain(c)) == ["high", "plain", "low"]
         clock.advance(1.0)
-        assert _texts(_drain(c)) == ["early"]
+        assert texts(drain(c)) == ["early"]
         clock.advance(1.0)
-        assert _texts(_drain(c)) == ["late"]
+        assert texts(drain(c)) == ["late"]
 
 
 def test_rel_20_transaction_keeps_order_and_is_atomic(connection: Connection) -> None:
     """REL-20: the messages of one transaction to a destination keep their order, become
     visible together at commit, and none after rollback."""
     q, q2 = Queue("rel20"), Queue("rel20-other")
-    tx = _session(connection, TRANSACTED)
+    tx = new_session(connection, TRANSACTED)
     p = tx.create_producer(None)
     reader = connection.create_session()
     c = reader.create_consumer(q)
     c2 = reader.create_consumer(q2)
     for i in range(5):
-        p.send(_msg(tx, f"m{i}"), destination=q)
-        p.send(_msg(tx, f"x{i}"), destination=q2)
+        p.send(text_message(tx, f"m{i}"), destination=q)
+        p.send(text_message(tx, f"x{i}"), destination=q2)
     assert c.receive(NOTHING) is None
-    assert _browse(reader, q) == []
+    assert browse(reader, q) == []
     tx.commit()
-    assert _texts(_drain(c)) == [f"m{i}" for i in range(5)]
-    assert _texts(_drain(c2)) == [f"x{i}" for i in range(5)]
-    p.send(_msg(tx, "r1"), destination=q)
-    p.send(_msg(tx, "r2"), destination=q)
+    assert texts(drain(c)) == [f"m{i}" for i in range(5)]
+    assert texts(drain(c2)) == [f"x{i}" for i in range(5)]
+    p.send(text_message(tx, "r1"), destination=q)
+    p.send(text_message(tx, "r2"), destination=q)
     tx.rollback()
-    p.send(_msg(tx, "after"), destination=q)
+    p.send(text_message(tx, "after"), destination=q)
     tx.commit()
-    assert _texts(_drain(c)) == ["after"]
+    assert texts(drain(c)) == ["after"]
 
 
 def test_rel_s4_priority_order_before_dispatch(connection: Connection) -> None:
@@ -757,9 +712,9 @@ def test_rel_s4_priority_order_before_dispatch(connection: Connection) -> None:
     s = connection.create_session()
     p = s.create_producer(q)
     for text, prio in [("a", 0), ("b", 0), ("c", 9), ("d", 4)]:
-        p.send(_msg(s, text), priority=prio)
-    got = _drain(s.create_consumer(q))
-    assert _texts(got) == ["c", "d", "a", "b"]
+        p.send(text_message(s, text), priority=prio)
+    got = drain(s.create_consumer(q))
+    assert texts(got) == ["c", "d", "a", "b"]
     assert [m.jms_priority for m in got] == [9, 4, 0, 0]
 
 
@@ -770,8 +725,8 @@ def test_rel_21_all_priorities_fifo_within_each(connection: Connection) -> None:
     p = s.create_producer(q)
     for rnd in range(2):
         for prio in range(10):
-            p.send(_msg(s, f"p{prio}-{rnd}"), priority=prio)
-    got = _texts(_drain(s.create_consumer(q)))
+            p.send(text_message(s, f"p{prio}-{rnd}"), priority=prio)
+    got = texts(drain(s.create_consumer(q)))
     assert got == [f"p{prio}-{rnd}" for prio in range(9, -1, -1) for rnd in range(2)]
 
 
@@ -784,17 +739,17 @@ def test_rel_21_prefetched_messages_are_not_reordered(factory: ConnectionFactory
         s = conn.create_session()
         c = s.create_consumer(q1)
         p = s.create_producer(q1)
-        p.send(_msg(s, "low"), priority=0)
-        p.send(_msg(s, "high"), priority=9)
-        assert _texts(_drain(c)) == ["low", "high"]
+        p.send(text_message(s, "low"), priority=0)
+        p.send(text_message(s, "high"), priority=9)
+        assert texts(drain(c)) == ["low", "high"]
     with ConnectionFactory(factory.url, prefetch=0).create_connection() as conn:
         conn.start()
         s = conn.create_session()
         c = s.create_consumer(q2)
         p = s.create_producer(q2)
-        p.send(_msg(s, "low"), priority=0)
-        p.send(_msg(s, "high"), priority=9)
-        assert _texts(_drain(c)) == ["high", "low"]
+        p.send(text_message(s, "low"), priority=0)
+        p.send(text_message(s, "high"), priority=9)
+        assert texts(drain(c)) == ["high", "low"]
 
 
 # ---------------------------------------------------------------------------- REL-22..REL-26
@@ -808,7 +763,7 @@ def test_rel_s5_expiration_header_and_expiry(
     with fake_factory.create_connection() as conn:
         s = conn.create_session()
         p = s.create_producer(q)
-        m1, m2 = _msg(s, "m1"), _msg(s, "m2")
+        m1, m2 = text_message(s, "m1"), text_message(s, "m2")
         p.send(m1, time_to_live=0.5)
         p.send(m2)
         assert m1.jms_timestamp == clock.now_ms()
@@ -818,10 +773,10 @@ def test_rel_s5_expiration_header_and_expiry(
         browsed = list(b)
         assert [(m.jms_expiration) for m in browsed] == [m1.jms_expiration, 0]
         clock.advance(1.0)
-        assert _texts(b) == ["m2"]
+        assert texts(b) == ["m2"]
         conn.start()
-        got = _drain(s.create_consumer(q))
-        assert _texts(got) == ["m2"]
+        got = drain(s.create_consumer(q))
+        assert texts(got) == ["m2"]
         assert got[0].jms_expiration == 0
 
 
@@ -833,14 +788,14 @@ def test_rel_22_transacted_send_time_is_the_send_call(
     q = Queue("rel22tx")
     with fake_factory.create_connection() as conn:
         conn.start()
-        tx = _session(conn, TRANSACTED)
-        m = _msg(tx, "m")
+        tx = new_session(conn, TRANSACTED)
+        m = text_message(tx, "m")
         t0 = clock.now_ms()
         tx.create_producer(q).send(m, time_to_live=60.0)
         assert (m.jms_timestamp, m.jms_expiration, m.jms_delivery_time) == (t0, t0 + 60_000, t0)
         clock.advance(5.0)
         tx.commit()
-        got = _receive(conn.create_session().create_consumer(q))
+        got = receive(conn.create_session().create_consumer(q))
         assert (got.jms_timestamp, got.jms_expiration, got.jms_delivery_time) == (
             t0,
             t0 + 60_000,
@@ -861,33 +816,33 @@ def test_rel_23_expired_messages_never_reach_the_application(
         s = conn.create_session()
         p = s.create_producer(q)
         # 1. waiting in the broker, no consumer
-        p.send(_msg(s, "broker-side"), time_to_live=1.0)
+        p.send(text_message(s, "broker-side"), time_to_live=1.0)
         clock.advance(1.0)
         conn.start()
         c = s.create_consumer(q)
         assert c.receive(NOTHING) is None
         # 2. already in the consumer's prefetch buffer, receive()
-        p.send(_msg(s, "buffered"), time_to_live=1.0)
+        p.send(text_message(s, "buffered"), time_to_live=1.0)
         clock.advance(1.5)
-        p.send(_msg(s, "fresh"))
-        assert _texts(_drain(c)) == ["fresh"]
+        p.send(text_message(s, "fresh"))
+        assert texts(drain(c)) == ["fresh"]
         # 3. in the buffer, then a listener is installed
-        p.send(_msg(s, "buffered-for-listener"), time_to_live=1.0)
+        p.send(text_message(s, "buffered-for-listener"), time_to_live=1.0)
         clock.advance(1.5)
         seen: list[str | None] = []
         got = threading.Event()
 
         def listener(m: Message) -> None:
-            seen.append(_text(m))
+            seen.append(text_or_none(m))
             got.set()
 
         c.message_listener = listener
-        p.send(_msg(s, "fresh-for-listener"))
+        p.send(text_message(s, "fresh-for-listener"))
         assert got.wait(WAIT)
         c.close()
         assert seen == ["fresh-for-listener"]
-        assert _browse(s, q) == []
-        assert _browse(s, Queue("DLQ")) == []
+        assert browse(s, q) == []
+        assert browse(s, Queue("DLQ")) == []
 
 
 def test_rel_24_expiry_applies_everywhere(
@@ -910,13 +865,13 @@ def test_rel_24_expiry_applies_everywhere(
             "temp-topic": s.create_consumer(tt),
         }
         for dest in (q, t, tq, tt):
-            _send(s, dest, "expiring", time_to_live=1.0)
+            send(s, dest, "expiring", time_to_live=1.0)
         clock.advance(2.0)
         for dest in (q, t, tq, tt):
-            _send(s, dest, "live")
+            send(s, dest, "live")
         conn.start()
         for kind, c in consumers.items():  # "expiring" was sent first: "live" first proves it
-            assert _text(_receive(c)) == "live", kind
+            assert text_or_none(receive(c)) == "live", kind
 
 
 def test_rel_25_delivery_time(fake_factory: ConnectionFactory, clock: FakeClock) -> None:
@@ -933,7 +888,7 @@ def test_rel_25_delivery_time(fake_factory: ConnectionFactory, clock: FakeClock)
         s.create_durable_consumer(t, "dropped").close()
         live = s.create_consumer(t)
         p = s.create_producer(None)
-        mq, mt = _msg(s, "q"), _msg(s, "t")
+        mq, mt = text_message(s, "q"), text_message(s, "t")
         p.send(mq, destination=q, delivery_delay=2.5)
         p.send(mt, destination=t, delivery_delay=2.5)
         assert mq.jms_delivery_time == mq.jms_timestamp + 2500 == clock.now_ms() + 2500
@@ -943,14 +898,14 @@ def test_rel_25_delivery_time(fake_factory: ConnectionFactory, clock: FakeClock)
         clock.advance(2.499)
         assert qc.receive(NOTHING) is None
         assert live.receive(NOTHING) is None
-        assert _browse(s, q) == []
+        assert browse(s, q) == []
         clock.advance(0.001)
-        got = _receive(qc)
-        assert (_text(got), got.jms_delivery_time) == ("q", mq.jms_delivery_time)
-        assert _texts(_drain(live)) == ["t"]
-        assert _texts(_drain(s.create_durable_consumer(t, "early"))) == ["t"]
-        assert _drain(s.create_durable_consumer(t, "late")) == []
-        assert _drain(s.create_durable_consumer(t, "dropped")) == []
+        got = receive(qc)
+        assert (text_or_none(got), got.jms_delivery_time) == ("q", mq.jms_delivery_time)
+        assert texts(drain(live)) == ["t"]
+        assert texts(drain(s.create_durable_consumer(t, "early"))) == ["t"]
+        assert drain(s.create_durable_consumer(t, "late")) == []
+        assert drain(s.create_durable_consumer(t, "dropped")) == []
 
 
 def test_rel_26_prefetch_bounds_what_a_consumer_holds(factory: ConnectionFactory) -> None:
@@ -960,9 +915,9 @@ def test_rel_26_prefetch_bounds_what_a_consumer_holds(factory: ConnectionFactory
     with ConnectionFactory(factory.url, prefetch=3).create_connection() as conn:
         conn.start()
         idle = conn.create_session().create_consumer(q)
-        _send(conn.create_session(), q, *[f"m{i}" for i in range(10)])
+        send(conn.create_session(), q, *[f"m{i}" for i in range(10)])
         with factory.create_connection() as other:
             other.start()
             c = other.create_session().create_consumer(q)
-            assert _texts(_drain(c)) == [f"m{i}" for i in range(3, 10)]
-        assert _texts(_drain(idle)) == ["m0", "m1", "m2"]
+            assert texts(drain(c)) == [f"m{i}" for i in range(3, 10)]
+        assert texts(drain(idle)) == ["m0", "m1", "m2"]

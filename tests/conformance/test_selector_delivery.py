@@ -8,6 +8,8 @@ import pytest
 from ternmq import InvalidSelectorException, Queue, Topic
 from ternmq.client import Connection
 
+from ._helpers import drain_texts
+
 
 def _send(conn: Connection, dest: Queue | Topic, *specs: tuple[str, int, int]) -> None:
     s = conn.create_session()
@@ -19,13 +21,6 @@ def _send(conn: Connection, dest: Queue | Topic, *specs: tuple[str, int, int]) -
         p.send(m, priority=prio)
 
 
-def _texts(consumer: object) -> list[str]:
-    out = []
-    while (m := consumer.receive(0.1)) is not None:  # type: ignore[attr-defined]
-        out.append(m.text)
-    return out
-
-
 def test_sel_01_sel_03_queue_rejects_stay_for_others(connection: Connection) -> None:
     """SEL-01, SEL-03, SEL-60: a selective consumer gets only matches, past non-matching
     ones at the head; the rest stays on the queue, in order."""
@@ -33,9 +28,9 @@ def test_sel_01_sel_03_queue_rejects_stay_for_others(connection: Connection) -> 
     _send(connection, q, ("red", 1, 4), ("red", 2, 4), ("blue", 3, 4), ("red", 4, 4))
     s = connection.create_session()
     blue = s.create_consumer(q, "color = 'blue'")
-    assert _texts(blue) == ["blue3"]
+    assert drain_texts(blue) == ["blue3"]
     blue.close()
-    assert _texts(s.create_consumer(q)) == ["red1", "red2", "red4"]
+    assert drain_texts(s.create_consumer(q)) == ["red1", "red2", "red4"]
 
 
 def test_sel_60_match_beyond_the_prefetch_window(connection: Connection) -> None:
@@ -44,7 +39,7 @@ def test_sel_60_match_beyond_the_prefetch_window(connection: Connection) -> None
     q = Queue("sel60")
     _send(connection, q, *[("red", i, 4) for i in range(250)], ("blue", 999, 4))
     s = connection.create_session()
-    assert _texts(s.create_consumer(q, "color = 'blue'")) == ["blue999"]
+    assert drain_texts(s.create_consumer(q, "color = 'blue'")) == ["blue999"]
 
 
 def test_sel_61_priority_order_among_matches(connection: Connection) -> None:
@@ -52,7 +47,7 @@ def test_sel_61_priority_order_among_matches(connection: Connection) -> None:
     q = Queue("sel61")
     _send(connection, q, ("red", 1, 1), ("blue", 2, 1), ("red", 3, 8), ("red", 4, 1))
     s = connection.create_session()
-    assert _texts(s.create_consumer(q, "color = 'red'")) == ["red3", "red1", "red4"]
+    assert drain_texts(s.create_consumer(q, "color = 'red'")) == ["red3", "red1", "red4"]
 
 
 def test_sel_01_sel_03_topic_subscription_holds_only_matches(connection: Connection) -> None:
@@ -61,7 +56,7 @@ def test_sel_01_sel_03_topic_subscription_holds_only_matches(connection: Connect
     s = connection.create_session()
     big = s.create_consumer(t, "n > 10")
     _send(connection, t, ("red", 5, 4), ("red", 50, 4))
-    assert _texts(big) == ["red50"]
+    assert drain_texts(big) == ["red50"]
 
 
 def test_sel_05_empty_and_none_selectors_are_the_same(connection: Connection) -> None:
@@ -79,11 +74,11 @@ def test_sel_05_empty_and_none_selectors_are_the_same(connection: Connection) ->
         s.create_durable_consumer(t, "d", None).close()
         _send(conn, t, ("red", 1, 4))
         k = s.create_durable_consumer(t, "d", "")
-        assert _texts(k) == ["red1"]
+        assert drain_texts(k) == ["red1"]
         k.close()
         _send(conn, t, ("red", 2, 4))
         k = s.create_durable_consumer(t, "d", "n > 0 ")  # not equal text: a new subscription
-        assert _texts(k) == []
+        assert drain_texts(k) == []
         k.close()
         s.unsubscribe("d")
 

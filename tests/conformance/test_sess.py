@@ -10,79 +10,39 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from ternmq.broker.clock import FakeClock
-from ternmq.client import Connection, ConnectionFactory, JMSContext, MessageConsumer, Session
+from ternmq.client import Connection, ConnectionFactory, JMSContext, Session
 from ternmq.destination import Queue, Topic
 from ternmq.errors import IllegalStateException, JMSException
 from ternmq.message import DeliveryMode, Message, TextMessage
 
+from ._helpers import (
+    Q2,
+    Completion,
+    Q,
+    browse_via,
+    delivery_count,
+    drain_via,
+    join_thread,
+    marks,
+    receive,
+    receive_texts,
+    send,
+    send_async_slowly,
+    send_via,
+    text,
+)
+
 NOTHING = 0.05  # seconds a receive waits when nothing must arrive
 WAIT = 5.0  # upper bound for something that must arrive (returns as soon as it does)
 
-Q = Queue("Q")
 Q1 = Queue("Q1")
-Q2 = Queue("Q2")
 
 
 # ---- helpers ----------------------------------------------------------------------------------
-
-
-def count(m: Message) -> int:
-    """JMSXDeliveryCount of a received message."""
-    return m.get_int_property("JMSXDeliveryCount")
-
-
-def text(m: Message | None) -> str | None:
-    assert isinstance(m, TextMessage), f"expected a TextMessage, got {m!r}"
-    return m.text
-
-
-def send(session: Session, dest: Queue | Topic, *texts: str, **kw: Any) -> list[TextMessage]:
-    """Send one TextMessage per text through a new producer of ``session``."""
-    producer = session.create_producer(dest)
-    sent = []
-    for t in texts:
-        m = session.create_text_message(t)
-        producer.send(m, **kw)
-        sent.append(m)
-    producer.close()
-    return sent
-
-
-def send_via(factory: ConnectionFactory, dest: Queue | Topic, *texts: str) -> None:
-    """Send texts from a connection of its own (AUTO session), then close it."""
-    with factory.create_connection() as conn:
-        send(conn.create_session(), dest, *texts)
-
-
-def receive_texts(consumer: MessageConsumer, n: int) -> list[str | None]:
-    out = []
-    for _ in range(n):
-        m = consumer.receive(WAIT)
-        assert m is not None, f"expected {n} messages, got only {out}"
-        out.append(text(m))
-    return out
-
-
-def drain(factory: ConnectionFactory, dest: Queue) -> list[str | None]:
-    """Consume (AUTO) everything currently available on ``dest`` from a fresh connection."""
-    with factory.create_connection() as conn:
-        conn.start()
-        consumer = conn.create_session().create_consumer(dest)
-        out = []
-        while (m := consumer.receive(NOTHING)) is not None:
-            out.append(text(m))
-        return out
-
-
-def browse(factory: ConnectionFactory, dest: Queue) -> list[str | None]:
-    """The texts a queue browser of a fresh connection shows (in-flight messages included)."""
-    with factory.create_connection() as conn:
-        return [text(m) for m in conn.create_session().create_browser(dest)]
 
 
 class Collector:
@@ -112,34 +72,23 @@ class Collector:
         return [text(m) for m in self.messages]
 
 
-class Completion:
-    """A completion listener that records the outcome of asynchronous sends."""
-
-    def __init__(self, action: Callable[[Message], None] | None = None) -> None:
-        self.action = action
-        self.completed: list[Message] = []
-        self.failed: list[tuple[Message, Exception]] = []
-        self.errors: list[BaseException] = []
-        self.done = threading.Event()
-
-    def on_completion(self, message: Message) -> None:
-        try:
-            if self.action is not None:
-                self.action(message)
-        except Exception as exc:
-            self.errors.append(exc)
-        finally:
-            self.completed.append(message)
-            self.done.set()
-
-    def on_exception(self, message: Message, exception: Exception) -> None:
-        self.failed.append((message, exception))
-        self.done.set()
-
-
-def join(t: threading.Thread) -> None:
-    t.join(WAIT)
-    assert not t.is_alive(), "thread did not finish"
+def _listen(
+    factory: ConnectionFactory,
+    session: Session,
+    queue: Queue,
+    texts: list[str],
+    n: int,
+    on_message: Callable[[Message], None] | None = None,
+) -> Collector:
+    """Put ``Collector(n, on_message)`` as listener on a consumer of ``queue`` in ``session``,
+    send ``texts`` to ``queue`` from a connection of their own, wait until the listener has
+    had ``n`` messages, then ``NOTHING`` seconds more (for anything extra to show)."""
+    listener = Collector(n, on_message)
+    session.create_consumer(queue).message_listener = listener
+    send_via(factory, queue, *texts)
+    assert listener.done.wait(WAIT)
+    time.sleep(NOTHING)
+    return listener
 
 
 # ---- creation and modes -------------------------------------------------------------------
@@ -243,7 +192,7 @@ def test_sess_06_close_from_other_thread_while_receiving(connection: Connection)
     entered.wait(WAIT)
     time.sleep(0.1)  # let the receive block
     session.close()
-    join(t)
+    join_thread(t)
     assert result == [None]
     assert session.closed is True
 
@@ -258,7 +207,7 @@ def test_sess_06_connection_close_from_other_thread(factory: ConnectionFactory) 
     t.start()
     time.sleep(0.1)
     conn.close()
-    join(t)
+    join_thread(t)
     assert result == [None]
 
 
@@ -273,15 +222,11 @@ def test_sess_07_listener_uses_session_producer_and_acknowledge(
         reply_producer.send(session.create_text_message(f"re:{text(m)}"))
         m.acknowledge()
 
-    listener = Collector(2, on_message)
-    session.create_consumer(Q1).message_listener = listener
-    send_via(factory, Q1, "a", "b")
-    assert listener.done.wait(WAIT)
-    time.sleep(NOTHING)
+    listener = _listen(factory, session, Q1, ["a", "b"], 2, on_message)
     assert listener.errors == []
-    assert drain(factory, Q2) == ["re:a", "re:b"]
+    assert drain_via(factory, Q2) == ["re:a", "re:b"]
     session.close()
-    assert drain(factory, Q1) == []  # acknowledged inside the listener
+    assert drain_via(factory, Q1) == []  # acknowledged inside the listener
 
 
 def test_sess_07_listener_commits_and_rolls_back(
@@ -293,24 +238,20 @@ def test_sess_07_listener_commits_and_rolls_back(
     seen: list[tuple[str | None, int]] = []
 
     def on_message(m: Message) -> None:
-        seen.append((text(m), count(m)))
-        if text(m) == "a" and count(m) == 1:
+        seen.append((text(m), delivery_count(m)))
+        if text(m) == "a" and delivery_count(m) == 1:
             producer.send(session.create_text_message("discarded"))
             session.rollback()
         else:
             producer.send(session.create_text_message(f"re:{text(m)}"))
             session.commit()
 
-    listener = Collector(3, on_message)
-    session.create_consumer(Q1).message_listener = listener
-    send_via(factory, Q1, "a", "b")
-    assert listener.done.wait(WAIT)
-    time.sleep(NOTHING)
+    listener = _listen(factory, session, Q1, ["a", "b"], 3, on_message)
     assert listener.errors == []
     assert seen == [("a", 1), ("a", 2), ("b", 1)]
-    assert drain(factory, Q2) == ["re:a", "re:b"]
+    assert drain_via(factory, Q2) == ["re:a", "re:b"]
     session.close()
-    assert drain(factory, Q1) == []
+    assert drain_via(factory, Q1) == []
 
 
 def test_sess_07_listener_recovers(connection: Connection, factory: ConnectionFactory) -> None:
@@ -320,21 +261,17 @@ def test_sess_07_listener_recovers(connection: Connection, factory: ConnectionFa
     seen: list[tuple[str | None, int, bool]] = []
 
     def on_message(m: Message) -> None:
-        seen.append((text(m), count(m), m.jms_redelivered))
-        if text(m) == "b" and count(m) == 1:
+        seen.append((text(m), delivery_count(m), m.jms_redelivered))
+        if text(m) == "b" and delivery_count(m) == 1:
             session.recover()
         elif text(m) == "b":
             m.acknowledge()
 
-    listener = Collector(4, on_message)
-    session.create_consumer(Q).message_listener = listener
-    send_via(factory, Q, "a", "b")
-    assert listener.done.wait(WAIT)
-    time.sleep(NOTHING)
+    listener = _listen(factory, session, Q, ["a", "b"], 4, on_message)
     assert listener.errors == []
     assert seen == [("a", 1, False), ("b", 1, False), ("a", 2, True), ("b", 2, True)]
     session.close()
-    assert drain(factory, Q) == []
+    assert drain_via(factory, Q) == []
 
 
 def test_sess_08_receive_on_listener_consumer_raises(connection: Connection) -> None:
@@ -425,14 +362,14 @@ def test_s_sess_6_order_and_priority(connection: Connection, factory: Connection
         session, Q, *[str(i) for i in range(100)], priority=4, delivery_mode=DeliveryMode.PERSISTENT
     )
     consumer = session.create_consumer(Q)
-    assert receive_texts(consumer, 100) == [str(i) for i in range(100)]
+    assert receive_texts(consumer, 100, timeout=WAIT) == [str(i) for i in range(100)]
     assert consumer.receive(NOTHING) is None
 
     producer = session.create_producer(Q2)
     producer.send(session.create_text_message("low"), priority=4)
     producer.send(session.create_text_message("high"), priority=9)
     c2 = session.create_consumer(Q2)
-    assert receive_texts(c2, 2) == ["high", "low"]
+    assert receive_texts(c2, 2, timeout=WAIT) == ["high", "low"]
 
 
 def test_sess_11_order_with_listener(connection: Connection, factory: ConnectionFactory) -> None:
@@ -454,7 +391,7 @@ def test_sess_12_delivery_mode_mix_keeps_order_per_mode(connection: Connection) 
         mode = DeliveryMode.NON_PERSISTENT if i % 3 else DeliveryMode.PERSISTENT
         producer.send(session.create_text_message(str(i)), delivery_mode=mode)
         sent.append((str(i), mode))
-    got = receive_texts(session.create_consumer(Q), 20)
+    got = receive_texts(session.create_consumer(Q), 20, timeout=WAIT)
     for mode in (DeliveryMode.NON_PERSISTENT, DeliveryMode.PERSISTENT):
         expected = [t for t, md in sent if md == mode]
         assert [t for t in got if t in expected] == expected
@@ -490,8 +427,8 @@ def test_sess_13_transaction_keeps_order_per_destination(
         producer.send(session.create_text_message(f"a{i}"), destination=Q1)
         producer.send(session.create_text_message(f"b{i}"), destination=Q2)
     session.commit()
-    assert drain(factory, Q1) == [f"a{i}" for i in range(10)]
-    assert drain(factory, Q2) == [f"b{i}" for i in range(10)]
+    assert drain_via(factory, Q1) == [f"a{i}" for i in range(10)]
+    assert drain_via(factory, Q2) == [f"b{i}" for i in range(10)]
 
 
 def test_sess_13_mixed_sync_and_async_sends_keep_order(
@@ -509,7 +446,7 @@ def test_sess_13_mixed_sync_and_async_sends_keep_order(
             producer.send(m)
     producer.close()
     assert len(listener.completed) == 10
-    assert drain(factory, Q) == [str(i) for i in range(20)]
+    assert drain_via(factory, Q) == [str(i) for i in range(20)]
 
 
 def test_sess_14_order_across_producers_of_one_session(
@@ -525,7 +462,7 @@ def test_sess_14_order_across_producers_of_one_session(
             p1.send(m)
         else:
             p2.send(m, destination=Q)
-    assert drain(factory, Q) == [str(i) for i in range(20)]
+    assert drain_via(factory, Q) == [str(i) for i in range(20)]
 
 
 # ---- acknowledgement ------------------------------------------------------------------------
@@ -551,8 +488,8 @@ def test_s_sess_1_client_ack_covers_all_consumers(
     assert c1.receive(NOTHING) is None
     assert c2.receive(NOTHING) is None
     session.close()
-    assert drain(factory, Q1) == []
-    assert drain(factory, Q2) == []
+    assert drain_via(factory, Q1) == []
+    assert drain_via(factory, Q2) == []
 
 
 def test_s_sess_2_recover_then_acknowledge_middle(
@@ -565,18 +502,18 @@ def test_s_sess_2_recover_then_acknowledge_middle(
     consumer = session.create_consumer(Q)
     first = [consumer.receive(WAIT) for _ in range(3)]
     assert [text(m) for m in first] == ["m1", "m2", "m3"]
-    assert [(m.jms_redelivered, count(m)) for m in first if m] == [(False, 1)] * 3
+    assert [(m.jms_redelivered, delivery_count(m)) for m in first if m] == [(False, 1)] * 3
     session.recover()
     again = [consumer.receive(WAIT) for _ in range(3)]
     assert [text(m) for m in again] == ["m1", "m2", "m3"]
-    assert [(m.jms_redelivered, count(m)) for m in again if m] == [(True, 2)] * 3
+    assert [(m.jms_redelivered, delivery_count(m)) for m in again if m] == [(True, 2)] * 3
     assert [m.jms_message_id for m in again if m] == [m.jms_message_id for m in first if m]
     assert again[1] is not None
     again[1].acknowledge()
     session.recover()
     assert consumer.receive(NOTHING) is None
     session.close()
-    assert drain(factory, Q) == []
+    assert drain_via(factory, Q) == []
 
 
 def test_sess_16_prefetched_messages_are_not_acknowledged(
@@ -595,7 +532,7 @@ def test_sess_16_prefetched_messages_are_not_acknowledged(
     s2 = connection.create_session(Session.CLIENT_ACKNOWLEDGE)
     c2 = s2.create_consumer(Q)
     rest = [c2.receive(WAIT) for _ in range(2)]
-    assert [(text(m), m.jms_redelivered, count(m)) for m in rest if m] == [
+    assert [marks(m) for m in rest if m] == [
         ("m2", False, 1),
         ("m3", False, 1),
     ]
@@ -612,13 +549,9 @@ def test_sess_16_acknowledge_in_listener_covers_earlier_messages(
         if text(m) == "m3":
             m.acknowledge()
 
-    listener = Collector(3, on_message)
-    session.create_consumer(Q).message_listener = listener
-    send_via(factory, Q, "m1", "m2", "m3")
-    assert listener.done.wait(WAIT)
-    time.sleep(NOTHING)
+    _listen(factory, session, Q, ["m1", "m2", "m3"], 3, on_message)
     session.close()
-    assert drain(factory, Q) == []
+    assert drain_via(factory, Q) == []
 
 
 def test_s_sess_3_auto_receive_is_acknowledged(
@@ -633,8 +566,8 @@ def test_s_sess_3_auto_receive_is_acknowledged(
     session.recover()
     assert consumer.receive(NOTHING) is None
     session.close()
-    assert drain(factory, Q) == []
-    assert browse(factory, Q) == []
+    assert drain_via(factory, Q) == []
+    assert browse_via(factory, Q) == []
 
 
 def test_sess_15_auto_listener_return_acknowledges(
@@ -642,15 +575,11 @@ def test_sess_15_auto_listener_return_acknowledges(
 ) -> None:
     """SESS-15: in AUTO mode a message counts as acknowledged once its listener returns."""
     session = connection.create_session()
-    listener = Collector(2)
-    session.create_consumer(Q).message_listener = listener
-    send_via(factory, Q, "m1", "m2")
-    assert listener.done.wait(WAIT)
-    time.sleep(NOTHING)
+    listener = _listen(factory, session, Q, ["m1", "m2"], 2)
     session.close()
     assert listener.texts == ["m1", "m2"]
-    assert [count(m) for m in listener.messages] == [1, 1]
-    assert drain(factory, Q) == []
+    assert [delivery_count(m) for m in listener.messages] == [1, 1]
+    assert drain_via(factory, Q) == []
 
 
 @pytest.mark.parametrize(
@@ -675,7 +604,7 @@ def test_sess_17_acknowledge_is_a_no_op_outside_client_mode(
         assert (text(back), back and back.jms_redelivered) == ("m1", True)
         session.commit()
     session.close()
-    assert drain(factory, Q) == []
+    assert drain_via(factory, Q) == []
 
 
 @pytest.mark.parametrize(
@@ -700,7 +629,7 @@ def test_sess_18_acknowledge_after_session_close_raises(
     with pytest.raises(IllegalStateException):
         m.acknowledge()
     assert text(m) == "m1"
-    assert count(m) == 1
+    assert delivery_count(m) == 1
 
 
 def test_sess_18_acknowledge_after_connection_close_raises(factory: ConnectionFactory) -> None:
@@ -716,8 +645,8 @@ def test_sess_18_acknowledge_after_connection_close_raises(factory: ConnectionFa
         m.acknowledge()
     with factory.create_connection() as c2:
         c2.start()
-        back = c2.create_session().create_consumer(Q).receive(WAIT)
-        assert (text(back), back and back.jms_redelivered, back and count(back)) == ("m1", True, 2)
+        back = receive(c2.create_session().create_consumer(Q), timeout=WAIT)
+        assert marks(back) == ("m1", True, 2)
 
 
 def test_s_sess_9_acknowledge_after_consumer_close(
@@ -735,7 +664,7 @@ def test_s_sess_9_acknowledge_after_consumer_close(
     fresh = session.create_consumer(Q)
     assert fresh.receive(NOTHING) is None
     session.close()
-    assert drain(factory, Q) == []
+    assert drain_via(factory, Q) == []
 
 
 def test_sess_19_acknowledge_after_consumer_close_covers_other_consumers(
@@ -754,8 +683,8 @@ def test_sess_19_acknowledge_after_consumer_close_covers_other_consumers(
     assert a is not None
     a.acknowledge()
     session.close()
-    assert drain(factory, Q1) == []
-    assert drain(factory, Q2) == []
+    assert drain_via(factory, Q1) == []
+    assert drain_via(factory, Q2) == []
 
 
 @pytest.mark.parametrize("how", ["session", "connection"])
@@ -768,11 +697,11 @@ def test_sess_20_dups_ok_close_flushes_acknowledgements(
     conn = factory.create_connection()
     conn.start()
     session = conn.create_session(Session.DUPS_OK_ACKNOWLEDGE)
-    assert receive_texts(session.create_consumer(Q), 3) == ["m1", "m2", "m3"]
+    assert receive_texts(session.create_consumer(Q), 3, timeout=WAIT) == ["m1", "m2", "m3"]
     if how == "session":
         session.close()
     conn.close()
-    assert drain(factory, Q) == []
+    assert drain_via(factory, Q) == []
 
 
 def test_sess_20_dups_ok_listener_close_flushes(
@@ -780,13 +709,9 @@ def test_sess_20_dups_ok_listener_close_flushes(
 ) -> None:
     """SESS-20: the same with a listener."""
     session = connection.create_session(Session.DUPS_OK_ACKNOWLEDGE)
-    listener = Collector(3)
-    session.create_consumer(Q).message_listener = listener
-    send_via(factory, Q, "m1", "m2", "m3")
-    assert listener.done.wait(WAIT)
-    time.sleep(NOTHING)
+    _listen(factory, session, Q, ["m1", "m2", "m3"], 3)
     session.close()
-    assert drain(factory, Q) == []
+    assert drain_via(factory, Q) == []
 
 
 # ---- recovery and duplicates -------------------------------------------------------------
@@ -803,20 +728,20 @@ def test_sess_22_recover_redelivers_only_unacknowledged(
     m1, m2 = consumer.receive(WAIT), consumer.receive(WAIT)
     assert m2 is not None
     m2.acknowledge()  # m1, m2
-    assert receive_texts(consumer, 1) == ["m3"]
+    assert receive_texts(consumer, 1, timeout=WAIT) == ["m3"]
     session.recover()
     again = [consumer.receive(WAIT) for _ in range(2)]
-    assert [(text(m), count(m), m.jms_redelivered) for m in again if m] == [
+    assert [(text(m), delivery_count(m), m.jms_redelivered) for m in again if m] == [
         ("m3", 2, True),
         ("m4", 1, False),
     ]
     session.recover()
     third = [consumer.receive(WAIT) for _ in range(2)]
-    assert [(text(m), count(m)) for m in third if m] == [("m3", 3), ("m4", 2)]
+    assert [(text(m), delivery_count(m)) for m in third if m] == [("m3", 3), ("m4", 2)]
     assert third[1] is not None
     third[1].acknowledge()
     session.close()
-    assert drain(factory, Q) == []
+    assert drain_via(factory, Q) == []
     del m1
 
 
@@ -838,19 +763,15 @@ def test_s_sess_4_recover_inside_auto_listener(
     seen: list[tuple[str | None, bool, int]] = []
 
     def on_message(m: Message) -> None:
-        seen.append((text(m), m.jms_redelivered, count(m)))
+        seen.append(marks(m))
         if len(seen) == 1:
             session.recover()
 
-    listener = Collector(2, on_message)
-    session.create_consumer(Q).message_listener = listener
-    send_via(factory, Q, "m1")
-    assert listener.done.wait(WAIT)
-    time.sleep(NOTHING)
+    listener = _listen(factory, session, Q, ["m1"], 2, on_message)
     assert listener.errors == []
     assert seen == [("m1", False, 1), ("m1", True, 2)]
     session.close()
-    assert drain(factory, Q) == []
+    assert drain_via(factory, Q) == []
 
 
 def test_sess_24_recover_inside_dups_ok_listener(
@@ -861,18 +782,14 @@ def test_sess_24_recover_inside_dups_ok_listener(
     seen: list[tuple[str | None, int]] = []
 
     def on_message(m: Message) -> None:
-        seen.append((text(m), count(m)))
+        seen.append((text(m), delivery_count(m)))
         if len(seen) == 1:
             session.recover()
 
-    listener = Collector(2, on_message)
-    session.create_consumer(Q).message_listener = listener
-    send_via(factory, Q, "m1")
-    assert listener.done.wait(WAIT)
-    time.sleep(NOTHING)
+    _listen(factory, session, Q, ["m1"], 2, on_message)
     assert seen == [("m1", 1), ("m1", 2)]
     session.close()
-    assert drain(factory, Q) == []
+    assert drain_via(factory, Q) == []
 
 
 def test_sess_24_recover_outside_listener_in_auto_has_no_effect(
@@ -883,10 +800,10 @@ def test_sess_24_recover_outside_listener_in_auto_has_no_effect(
     send_via(factory, Q, "m1", "m2")
     session = connection.create_session()
     consumer = session.create_consumer(Q)
-    assert receive_texts(consumer, 1) == ["m1"]
+    assert receive_texts(consumer, 1, timeout=WAIT) == ["m1"]
     session.recover()
     m2 = consumer.receive(WAIT)
-    assert (text(m2), m2 and m2.jms_redelivered, m2 and count(m2)) == ("m2", False, 1)
+    assert (text(m2), m2 and m2.jms_redelivered, m2 and delivery_count(m2)) == ("m2", False, 1)
     assert consumer.receive(NOTHING) is None
 
 
@@ -904,13 +821,13 @@ def test_sess_25_acknowledged_or_committed_never_redelivered(
     client.close()
     tx = connection.create_session(True)
     tc = tx.create_consumer(Q)
-    assert receive_texts(tc, 1) == ["t1"]
+    assert receive_texts(tc, 1, timeout=WAIT) == ["t1"]
     tx.commit()
     tx.rollback()
     assert tc.receive(NOTHING) is None
     tx.close()
-    assert drain(factory, Q) == []
-    assert browse(factory, Q) == []
+    assert drain_via(factory, Q) == []
+    assert browse_via(factory, Q) == []
 
 
 def test_sess_26_one_send_one_delivery(connection: Connection, factory: ConnectionFactory) -> None:
@@ -950,7 +867,7 @@ def test_s_sess_7_close_wakes_blocked_receive(connection: Connection) -> None:
     t.start()
     time.sleep(0.1)
     session.close()
-    join(t)
+    join_thread(t)
     assert result == [None]
     with pytest.raises(IllegalStateException):
         session.create_consumer(Q)
@@ -999,11 +916,7 @@ def test_sess_28_close_own_session_in_listener_raises(
         other.close()
         outcome["other"] = other.closed
 
-    listener = Collector(1, on_message)
-    session.create_consumer(Q).message_listener = listener
-    send_via(factory, Q, "m1")
-    assert listener.done.wait(WAIT)
-    time.sleep(NOTHING)
+    listener = _listen(factory, session, Q, ["m1"], 1, on_message)
     assert listener.errors == []
     assert isinstance(outcome["own"], IllegalStateException)
     assert outcome["other"] is True
@@ -1050,20 +963,11 @@ def test_sess_29_close_waits_for_async_sends(
     """SESS-29, PROD-27: session.close() waits for incomplete asynchronous sends and their
     callbacks; the sends complete normally."""
     session = connection.create_session()
-    finished: list[str | None] = []
-
-    def slow(m: Message) -> None:
-        time.sleep(0.05)
-        finished.append(text(m))
-
-    listener = Completion(slow)
-    producer = session.create_producer(Q)
-    for t in ("a", "b", "c"):
-        producer.send(session.create_text_message(t), completion_listener=listener)
+    listener, finished = send_async_slowly(session, Q, "a", "b", "c")
     session.close()
     assert finished == ["a", "b", "c"]
     assert listener.failed == []
-    assert drain(factory, Q) == ["a", "b", "c"]
+    assert drain_via(factory, Q) == ["a", "b", "c"]
 
 
 def test_sess_29_close_rolls_back_transaction(
@@ -1072,14 +976,14 @@ def test_sess_29_close_rolls_back_transaction(
     """SESS-29, TX-08: closing a transacted session rolls its transaction back."""
     send_via(factory, Q, "r1")
     session = connection.create_session(True)
-    assert receive_texts(session.create_consumer(Q), 1) == ["r1"]
+    assert receive_texts(session.create_consumer(Q), 1, timeout=WAIT) == ["r1"]
     send(session, Q2, "s1")
     session.close()
-    assert drain(factory, Q2) == []
+    assert drain_via(factory, Q2) == []
     with factory.create_connection() as conn:
         conn.start()
-        back = conn.create_session().create_consumer(Q).receive(WAIT)
-        assert (text(back), back and back.jms_redelivered, back and count(back)) == ("r1", True, 2)
+        back = receive(conn.create_session().create_consumer(Q), timeout=WAIT)
+        assert marks(back) == ("r1", True, 2)
 
 
 def test_sess_29_close_does_not_acknowledge_client_messages(
@@ -1089,12 +993,12 @@ def test_sess_29_close_does_not_acknowledge_client_messages(
     are redelivered, flagged."""
     send_via(factory, Q, "m1", "m2")
     session = connection.create_session(Session.CLIENT_ACKNOWLEDGE)
-    assert receive_texts(session.create_consumer(Q), 2) == ["m1", "m2"]
+    assert receive_texts(session.create_consumer(Q), 2, timeout=WAIT) == ["m1", "m2"]
     session.close()
     s2 = connection.create_session(Session.CLIENT_ACKNOWLEDGE)
     c2 = s2.create_consumer(Q)
     back = [c2.receive(WAIT) for _ in range(2)]
-    assert [(text(m), m.jms_redelivered, count(m)) for m in back if m] == [
+    assert [marks(m) for m in back if m] == [
         ("m1", True, 2),
         ("m2", True, 2),
     ]
@@ -1185,7 +1089,7 @@ def test_sess_30_received_messages_stay_usable(
     m = session.create_consumer(Q).receive(WAIT)
     session.close()
     assert text(m) == "m1"
-    assert m is not None and m.jms_destination == Q and count(m) == 1
+    assert m is not None and m.jms_destination == Q and delivery_count(m) == 1
 
 
 def test_sess_30_session_is_a_context_manager(connection: Connection) -> None:

@@ -30,15 +30,13 @@ from ternmq.client import Connection, ConnectionFactory, MessageConsumer, Sessio
 from ternmq.destination import Queue, Topic
 from ternmq.message import DeliveryMode, Message, TextMessage
 
+from ._helpers import AUTO, CLIENT, DUPS_OK, TRANSACTED
+
 PER_PRODUCER_QUEUE = 1000  # two producers per queue: 2,000 messages per queue
 PER_PRODUCER_TOPIC = 250  # four producers per topic: 1,000 messages per topic
 DEADLINE = 45.0  # seconds; the hard pytest timeout is 60 s
 CLIENT_ID = "stress"
 
-AUTO = Session.AUTO_ACKNOWLEDGE
-CLIENT = Session.CLIENT_ACKNOWLEDGE
-DUPS_OK = Session.DUPS_OK_ACKNOWLEDGE
-TRANSACTED = Session.SESSION_TRANSACTED
 
 QUEUES = [Queue(f"stress-q{i}") for i in range(4)]
 TOPICS = [Topic(f"stress-t{i}") for i in range(2)]

@@ -7,43 +7,25 @@ read only where a requirement is about it and no public API shows it (see "broke
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-
 import pytest
 
-from ternmq.client import Connection, ConnectionFactory, MessageConsumer, Session
+from ternmq.client import ConnectionFactory, MessageConsumer, Session
 from ternmq.destination import Queue, TemporaryQueue, TemporaryTopic, Topic, destination
 from ternmq.errors import (
     IllegalStateException,
     InvalidDestinationException,
     JMSException,
 )
-from ternmq.message import DeliveryMode, Message, TextMessage
+from ternmq.message import DeliveryMode, TextMessage
 from ternmq.transport.vm import EmbeddedBroker
 
-WAIT = 2.0  # seconds to wait for a message that must arrive
-QUIET = 0.1  # seconds to wait when nothing may arrive
+from ._helpers import Connect, held_bytes, receive, receive_texts, stored_counts, text_or_none
 
-Connect = Callable[..., Connection]
+WAIT = 2.0  # seconds to wait for a message that must arrive (receive() too)
+QUIET = 0.1  # seconds to wait when nothing may arrive
 
 
 # ---------------------------------------------------------------------------- helpers
-@pytest.fixture
-def connect(factory: ConnectionFactory) -> Iterator[Connect]:
-    """Open started connections (``connect()``, ``connect(start=False)``); every one is closed
-    after the test."""
-    opened: list[Connection] = []
-
-    def make(*, start: bool = True) -> Connection:
-        conn = factory.create_connection()
-        opened.append(conn)
-        if start:
-            conn.start()
-        return conn
-
-    yield make
-    for conn in reversed(opened):
-        conn.close()
 
 
 def _send(
@@ -55,41 +37,12 @@ def _send(
     return msg
 
 
-def _text(msg: Message | None) -> str | None:
-    if msg is None:
-        return None
-    assert isinstance(msg, TextMessage)
-    return msg.text
-
-
-def _receive(consumer: MessageConsumer) -> Message:
-    msg = consumer.receive(WAIT)
-    assert msg is not None, "expected a message"
-    return msg
-
-
-def _texts(consumer: MessageConsumer, n: int) -> list[str | None]:
-    return [_text(_receive(consumer)) for _ in range(n)]
-
-
 def _nothing(consumer: MessageConsumer) -> bool:
     return consumer.receive(QUIET) is None
 
 
 # ---------------------------------------------------------------------------- broker state
 # Only for requirements about what the broker holds, which no public API shows.
-def _held_bytes(broker: EmbeddedBroker) -> int:
-    """Bytes of message data the broker holds, all destinations together."""
-    engine = broker.broker
-    assert engine is not None
-    return int(engine.total_bytes)
-
-
-def _stored_keys(broker: EmbeddedBroker) -> set[str]:
-    """Destinations (store keys) that have messages in the broker's store."""
-    engine = broker.broker
-    assert engine is not None
-    return {key for key, msgs in engine.store.load().messages.items() if msgs}
 
 
 # ---------------------------------------------------------------------------- temporaries
@@ -125,10 +78,10 @@ def test_tmp_s1_any_session_of_the_connection_may_consume(connect: Connect) -> N
     tq = s1.create_temporary_queue()
     k = s2.create_consumer(tq)
     _send(s1, tq, "m")
-    assert _text(_receive(k)) == "m"
+    assert text_or_none(receive(k)) == "m"
     s1.close()  # TMP-01: the creating session is irrelevant
     _send(connect().create_session(), tq, "after-session-close")
-    assert _text(_receive(k)) == "after-session-close"
+    assert text_or_none(receive(k)) == "after-session-close"
 
 
 def test_tmp_02_browsers_and_topic_consumers_of_the_owner(connect: Connect) -> None:
@@ -140,11 +93,11 @@ def test_tmp_02_browsers_and_topic_consumers_of_the_owner(connect: Connect) -> N
     tt = s1.create_temporary_topic()
     _send(s1, tq, "q1")
     _send(s1, tq, "q2")
-    assert [_text(m) for m in s2.create_browser(tq)] == ["q1", "q2"]
+    assert [text_or_none(m) for m in s2.create_browser(tq)] == ["q1", "q2"]
     k = s3.create_consumer(tt)
     _send(s1, tt, "t1")
-    assert _text(_receive(k)) == "t1"
-    assert _texts(s3.create_consumer(tq), 2) == ["q1", "q2"]
+    assert text_or_none(receive(k)) == "t1"
+    assert receive_texts(s3.create_consumer(tq), 2) == ["q1", "q2"]
 
 
 def test_tmp_s2_other_connections_may_send_but_not_consume(connect: Connect) -> None:
@@ -157,7 +110,7 @@ def test_tmp_s2_other_connections_may_send_but_not_consume(connect: Connect) -> 
     with pytest.raises(JMSException):
         other.create_consumer(tq)
     _send(other, tq, "from-other")
-    assert _text(_receive(k)) == "from-other"
+    assert text_or_none(receive(k)) == "from-other"
 
 
 def test_tmp_03_no_foreign_consumer_browser_or_subscription(connect: Connect) -> None:
@@ -177,7 +130,7 @@ def test_tmp_03_no_foreign_consumer_browser_or_subscription(connect: Connect) ->
         other.create_shared_consumer(tt, "n")
     with pytest.raises(JMSException):
         other.create_browser(tq)
-    assert _texts(session.create_consumer(tq), 1) == ["kept"]
+    assert receive_texts(session.create_consumer(tq), 1) == ["kept"]
 
 
 def test_tmp_04_any_connection_may_send(connect: Connect) -> None:
@@ -192,8 +145,8 @@ def test_tmp_04_any_connection_may_send(connect: Connect) -> None:
     other.create_producer(tt).send(other.create_text_message("bound-t"))
     _send(other, tq, "anon-q")
     _send(other, tt, "anon-t")
-    assert _texts(kq, 2) == ["bound-q", "anon-q"]
-    assert _texts(kt, 2) == ["bound-t", "anon-t"]
+    assert receive_texts(kq, 2) == ["bound-q", "anon-q"]
+    assert receive_texts(kt, 2) == ["bound-t", "anon-t"]
 
 
 def test_tmp_05_session_close_deletes_nothing_connection_close_deletes_all(
@@ -210,9 +163,9 @@ def test_tmp_05_session_close_deletes_nothing_connection_close_deletes_all(
     other = connect().create_session()
     _send(other, tq, "m1")
     _send(other, tt, "m2")
-    assert _held_bytes(broker) > 0
+    assert held_bytes(broker) > 0
     owner.close()
-    assert _held_bytes(broker) == 0
+    assert held_bytes(broker) == 0
     with pytest.raises(InvalidDestinationException):
         _send(other, tq, "too late")
     with pytest.raises(InvalidDestinationException):
@@ -230,12 +183,12 @@ def test_tmp_s3_delete_in_use_then_deleted(connect: Connect, broker: EmbeddedBro
     with pytest.raises(JMSException):
         tq.delete()
     _send(session, tq, "still-works")
-    assert _text(_receive(k)) == "still-works"
+    assert text_or_none(receive(k)) == "still-works"
     k.close()
     _send(session, tq, "dropped-1")
     _send(session, tq, "dropped-2")
     tq.delete()
-    assert _held_bytes(broker) == 0  # TMP-06: its messages went with it
+    assert held_bytes(broker) == 0  # TMP-06: its messages went with it
     for sender in (session, connect().create_session()):
         with pytest.raises(InvalidDestinationException):
             _send(sender, tq, "x")
@@ -264,7 +217,7 @@ def test_tmp_06_temporary_topic_in_use(connect: Connect, broker: EmbeddedBroker)
         _send(session, tt, "x")
     with pytest.raises(InvalidDestinationException):
         session.create_consumer(tt)
-    assert _held_bytes(broker) == 0
+    assert held_bytes(broker) == 0
 
 
 def test_tmp_07_browser_on_a_deleted_temporary_queue(connect: Connect) -> None:
@@ -307,7 +260,7 @@ def test_tmp_08_only_the_owner_may_delete(connect: Connect) -> None:
     other = connect().create_session()
     inbox = other.create_temporary_queue()
     _send(session, inbox, "request", reply_to=tq)
-    received = _receive(other.create_consumer(inbox)).jms_reply_to
+    received = receive(other.create_consumer(inbox)).jms_reply_to
     assert isinstance(received, TemporaryQueue)
     k.close()  # no consumer: only ownership can stop the delete now
     for foreign in (received, destination(str(tq)), TemporaryQueue(tq.queue_name)):
@@ -315,7 +268,7 @@ def test_tmp_08_only_the_owner_may_delete(connect: Connect) -> None:
         with pytest.raises(IllegalStateException):
             foreign.delete()  # type: ignore[attr-defined]
     _send(other, tq, "still there")
-    assert _text(_receive(session.create_consumer(tq))) == "still there"
+    assert text_or_none(receive(session.create_consumer(tq))) == "still there"
 
 
 @pytest.mark.parametrize("kind", ["queue", "topic"])
@@ -334,12 +287,12 @@ def test_tmp_09_reply_to_is_the_temporary_destination(connect: Connect, kind: st
     service = Queue("service")
     requests = responder.create_consumer(service)
     _send(requester, service, "req", reply_to=temp)
-    reply_to = _receive(requests).jms_reply_to
+    reply_to = receive(requests).jms_reply_to
     assert type(reply_to) is type(temp)
     assert reply_to == temp and hash(reply_to) == hash(temp) and str(reply_to) == str(temp)
     assert reply_to is not None
     _send(responder, reply_to, "reply")
-    assert _text(_receive(replies)) == "reply"
+    assert text_or_none(receive(replies)) == "reply"
 
 
 def test_tmp_10_persistent_messages_on_temporary_queues(
@@ -353,9 +306,9 @@ def test_tmp_10_persistent_messages_on_temporary_queues(
     assert producer.delivery_mode == DeliveryMode.PERSISTENT
     producer.send(owner.create_text_message("p"))
     _send(owner, Queue("durable-q"), "control")  # a real queue's persistent message is stored
-    assert _stored_keys(broker) == {"queue://durable-q"}
-    msg = _receive(owner.create_consumer(tq))
-    assert _text(msg) == "p" and msg.jms_delivery_mode == DeliveryMode.PERSISTENT
+    assert set(stored_counts(broker)) == {"queue://durable-q"}
+    msg = receive(owner.create_consumer(tq))
+    assert text_or_none(msg) == "p" and msg.jms_delivery_mode == DeliveryMode.PERSISTENT
 
 
 def test_tmp_11_subscriptions_on_a_temporary_topic(connect: Connect) -> None:
@@ -371,11 +324,11 @@ def test_tmp_11_subscriptions_on_a_temporary_topic(connect: Connect) -> None:
         session.create_shared_durable_consumer(tt, "d")
     _send(connect().create_session(), tt, "a")
     _send(connect().create_session(), tt, "b")
-    assert _texts(plain, 2) == ["a", "b"]
+    assert receive_texts(plain, 2) == ["a", "b"]
     got = []
     for k in (shared_1, shared_2):
         while (m := k.receive(QUIET)) is not None:
-            got.append(_text(m))
+            got.append(text_or_none(m))
     assert sorted(got) == ["a", "b"]  # type: ignore[type-var]
 
 
@@ -403,8 +356,8 @@ def test_tmp_12_reply_to_is_carried_unchanged_and_not_acted_upon(connect: Connec
     _send(requester, t, "with-queue", reply_to=Queue("replies"))
     _send(requester, t, "no-reply")
     for k in receivers:
-        got = [_receive(k) for _ in range(3)]
-        assert [(_text(m), m.jms_reply_to) for m in got] == [
+        got = [receive(k) for _ in range(3)]
+        assert [(text_or_none(m), m.jms_reply_to) for m in got] == [
             ("with-temp", tq),
             ("with-queue", Queue("replies")),
             ("no-reply", None),
@@ -424,14 +377,14 @@ def test_tmp_s5_request_reply(connect: Connect) -> None:
     service = Queue("service")
     requests = responder.create_consumer(service)
     sent = _send(requester, service, "r", reply_to=tq)
-    r = _receive(requests)
-    assert _text(r) == "r" and r.jms_message_id == sent.jms_message_id
+    r = receive(requests)
+    assert text_or_none(r) == "r" and r.jms_message_id == sent.jms_message_id
     assert r.jms_reply_to == tq and isinstance(r.jms_reply_to, TemporaryQueue)
     reply = responder.create_text_message("answer")
     reply.jms_correlation_id = r.jms_message_id
     responder.create_producer(None).send(reply, destination=r.jms_reply_to)
-    got = _receive(replies)
-    assert _text(got) == "answer"
+    got = receive(replies)
+    assert text_or_none(got) == "answer"
     assert got.jms_correlation_id == sent.jms_message_id
     assert got.jms_correlation_id is not None and got.jms_correlation_id.startswith("ID:")
 
@@ -448,7 +401,7 @@ def test_tmp_13_correlation_ids_are_not_enforced(connect: Connect) -> None:
         msg = session.create_text_message(value)
         msg.jms_correlation_id = value
         producer.send(msg)
-    assert [_receive(k).jms_correlation_id for _ in values] == values
+    assert [receive(k).jms_correlation_id for _ in values] == values
 
 
 def test_tmp_s5_transacted_requester(connect: Connect) -> None:
@@ -465,13 +418,13 @@ def test_tmp_s5_transacted_requester(connect: Connect) -> None:
     assert _nothing(requests)  # not visible before commit
     assert _nothing(replies)  # so no reply can come
     requester.commit()
-    r = _receive(requests)
-    assert _text(r) == "r" and r.jms_reply_to == tq
+    r = receive(requests)
+    assert text_or_none(r) == "r" and r.jms_reply_to == tq
     reply = responder.create_text_message("answer")
     reply.jms_correlation_id = r.jms_message_id
     responder.create_producer(None).send(reply, destination=r.jms_reply_to)
-    got = _receive(replies)
-    assert _text(got) == "answer" and got.jms_correlation_id == r.jms_message_id
+    got = receive(replies)
+    assert text_or_none(got) == "answer" and got.jms_correlation_id == r.jms_message_id
     requester.commit()
     assert _nothing(replies)
 
@@ -487,7 +440,7 @@ def test_tmp_14_rolled_back_request_is_never_seen(connect: Connect) -> None:
     requester.rollback()
     _send(requester, service, "committed", reply_to=tq)
     requester.commit()
-    assert _text(_receive(requests)) == "committed"
+    assert text_or_none(receive(requests)) == "committed"
     assert _nothing(requests)
 
 
@@ -508,7 +461,7 @@ def test_tmp_s4_temporary_queue_lives_until_the_last_sharing_context_closes(
         x.close()
         with factory.create_context() as other:
             other.create_producer().send(tq, "after X closed")
-            assert _text(k.receive(WAIT)) == "after X closed"
+            assert text_or_none(k.receive(WAIT)) == "after X closed"
             y.close()
             with pytest.raises(InvalidDestinationException):
                 other.create_producer().send(tq, "after y closed")

@@ -10,114 +10,42 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 
 import pytest
 
 from ternmq.broker.clock import FakeClock
 from ternmq.broker.config import DestinationPolicy
-from ternmq.client import Connection, ConnectionFactory, MessageConsumer, Session
-from ternmq.destination import Queue, Topic
+from ternmq.client import Connection, ConnectionFactory, Session
+from ternmq.destination import Queue
 from ternmq.errors import (
     IllegalStateException,
     IllegalStateRuntimeException,
     JMSException,
     TransactionRolledBackException,
 )
-from ternmq.message import Message, TextMessage
+from ternmq.message import Message
 from ternmq.store import MemoryStore
-from ternmq.transport.vm import EmbeddedBroker
+
+from ._helpers import (
+    Q2,
+    Completion,
+    MakeBroker,
+    Q,
+    T,
+    browse_via,
+    delivery_count,
+    drain,
+    drain_messages_via,
+    drain_via,
+    marks,
+    send,
+    send_async_slowly,
+    send_via,
+    text,
+)
 
 NOTHING = 0.05  # seconds a receive waits when nothing must arrive
 WAIT = 5.0  # upper bound for something that must arrive (returns as soon as it does)
-
-Q = Queue("Q")
-Q2 = Queue("Q2")
-T = Topic("T")
-
-MakeBroker = Callable[..., EmbeddedBroker]
-
-
-# ---- helpers ----------------------------------------------------------------------------------
-
-
-def count(m: Message) -> int:
-    """JMSXDeliveryCount of a received message."""
-    return m.get_int_property("JMSXDeliveryCount")
-
-
-def text(m: Message | None) -> str | None:
-    assert isinstance(m, TextMessage), f"expected a TextMessage, got {m!r}"
-    return m.text
-
-
-def send(session: Session, dest: Queue | Topic, *texts: str) -> list[TextMessage]:
-    producer = session.create_producer(dest)
-    sent = []
-    for t in texts:
-        m = session.create_text_message(t)
-        producer.send(m)
-        sent.append(m)
-    return sent
-
-
-def send_via(factory: ConnectionFactory, dest: Queue | Topic, *texts: str) -> None:
-    """Send texts from a connection of its own (AUTO session), then close it."""
-    with factory.create_connection() as conn:
-        send(conn.create_session(), dest, *texts)
-
-
-def receive_all(consumer: MessageConsumer) -> list[Message]:
-    out = []
-    while (m := consumer.receive(NOTHING)) is not None:
-        out.append(m)
-    return out
-
-
-def drain(factory: ConnectionFactory, dest: Queue) -> list[str | None]:
-    """Consume (AUTO) everything currently available on ``dest`` from a fresh connection."""
-    with factory.create_connection() as conn:
-        conn.start()
-        return [text(m) for m in receive_all(conn.create_session().create_consumer(dest))]
-
-
-def drain_full(factory: ConnectionFactory, dest: Queue) -> list[tuple[str | None, bool, int]]:
-    """Like :func:`drain` with (text, jms_redelivered, JMSXDeliveryCount) of each message."""
-    with factory.create_connection() as conn:
-        conn.start()
-        consumer = conn.create_session().create_consumer(dest)
-        return [(text(m), m.jms_redelivered, count(m)) for m in receive_all(consumer)]
-
-
-def browse(factory: ConnectionFactory, dest: Queue) -> list[str | None]:
-    """The texts a queue browser of a fresh connection shows."""
-    with factory.create_connection() as conn:
-        return [text(m) for m in conn.create_session().create_browser(dest)]
-
-
-class Completion:
-    """A completion listener that records outcomes and runs an optional action first."""
-
-    def __init__(self, action: Callable[[Message], None] | None = None) -> None:
-        self.action = action
-        self.completed: list[Message] = []
-        self.failed: list[tuple[Message, Exception]] = []
-        self.errors: list[BaseException] = []
-        self.done = threading.Event()
-
-    def on_completion(self, message: Message) -> None:
-        try:
-            if self.action is not None:
-                self.action(message)
-        except Exception as exc:
-            self.errors.append(exc)
-        finally:
-            self.completed.append(message)
-            self.done.set()
-
-    def on_exception(self, message: Message, exception: Exception) -> None:
-        self.failed.append((message, exception))
-        self.done.set()
 
 
 # ---- transaction boundaries ----------------------------------------------------------------
@@ -139,7 +67,7 @@ def test_tx_01_one_current_transaction_no_begin(
     producer.send(session.create_text_message("c"))
     producer.send(session.create_text_message("d"))
     session.commit()
-    assert drain(factory, Q) == ["a", "c", "d"]
+    assert drain_via(factory, Q) == ["a", "c", "d"]
 
 
 def test_s_tx_1_sends_become_visible_at_commit(
@@ -168,14 +96,14 @@ def test_tx_02_commit_applies_sends_and_receives_together(
     consumer = session.create_consumer(Q)
     assert [text(consumer.receive(WAIT)), text(consumer.receive(WAIT))] == ["r1", "r2"]
     send(session, Q2, "s1")
-    assert browse(factory, Q) == ["r1", "r2"]  # still held (in flight) before commit
-    assert browse(factory, Q2) == []
+    assert browse_via(factory, Q) == ["r1", "r2"]  # still held (in flight) before commit
+    assert browse_via(factory, Q2) == []
     session.commit()
-    assert browse(factory, Q) == []
-    assert browse(factory, Q2) == ["s1"]
+    assert browse_via(factory, Q) == []
+    assert browse_via(factory, Q2) == ["s1"]
     session.close()
-    assert drain(factory, Q) == []
-    assert drain(factory, Q2) == ["s1"]
+    assert drain_via(factory, Q) == []
+    assert drain_via(factory, Q2) == ["s1"]
 
 
 def test_tx_03_uncommitted_send_invisible_to_own_session_and_browsers(
@@ -192,7 +120,7 @@ def test_tx_03_uncommitted_send_invisible_to_own_session_and_browsers(
     assert other.receive(NOTHING) is None
     assert list(session.create_browser(Q)) == []
     assert list(other_session.create_browser(Q)) == []
-    assert browse(factory, Q) == []
+    assert browse_via(factory, Q) == []
     session.commit()
     got = [m for m in (own.receive(NOTHING), other.receive(NOTHING)) if m is not None]
     assert [text(m) for m in got] == ["m1"]  # exactly one of them gets it
@@ -208,13 +136,13 @@ def test_s_tx_2_rollback_discards_sends_and_recovers_receives(
     send(session, Q2, "s1", "s2")
     consumer = session.create_consumer(Q)
     r1 = consumer.receive(WAIT)
-    assert (text(r1), r1 and r1.jms_redelivered, r1 and count(r1)) == ("r1", False, 1)
+    assert (text(r1), r1 and r1.jms_redelivered, r1 and delivery_count(r1)) == ("r1", False, 1)
     session.rollback()
     with factory.create_connection() as other:
         other.start()
         assert other.create_session().create_consumer(Q2).receive(NOTHING) is None
     again = consumer.receive(WAIT)
-    assert (text(again), again and again.jms_redelivered, again and count(again)) == (
+    assert (text(again), again and again.jms_redelivered, again and delivery_count(again)) == (
         "r1",
         True,
         2,
@@ -222,9 +150,9 @@ def test_s_tx_2_rollback_discards_sends_and_recovers_receives(
     assert again is not None and r1 is not None and again.jms_message_id == r1.jms_message_id
     session.commit()
     assert consumer.receive(NOTHING) is None
-    assert drain(factory, Q) == []
-    assert browse(factory, Q) == []
-    assert drain(factory, Q2) == []
+    assert drain_via(factory, Q) == []
+    assert browse_via(factory, Q) == []
+    assert drain_via(factory, Q2) == []
 
 
 def test_tx_04_prefetched_messages_keep_their_count(
@@ -237,17 +165,17 @@ def test_tx_04_prefetched_messages_keep_their_count(
     consumer = session.create_consumer(Q)  # the default prefetch buffers all three
     assert text(consumer.receive(WAIT)) == "r1"
     session.rollback()
-    got = receive_all(consumer)
-    assert [(text(m), m.jms_redelivered, count(m)) for m in got] == [
+    got = drain(consumer, timeout=NOTHING)
+    assert [marks(m) for m in got] == [
         ("r1", True, 2),
         ("r2", False, 1),
         ("r3", False, 1),
     ]
     session.rollback()
-    got = receive_all(consumer)
-    assert [(text(m), count(m)) for m in got] == [("r1", 3), ("r2", 2), ("r3", 2)]
+    got = drain(consumer, timeout=NOTHING)
+    assert [(text(m), delivery_count(m)) for m in got] == [("r1", 3), ("r2", 2), ("r3", 2)]
     session.commit()
-    assert drain(factory, Q) == []
+    assert drain_via(factory, Q) == []
 
 
 @pytest.mark.parametrize(
@@ -314,17 +242,17 @@ def test_s_tx_7_commit_rolled_back_by_broker(make_broker: MakeBroker) -> None:
         with pytest.raises(TransactionRolledBackException):
             session.commit()
         # the outcome is that of a rollback: no send is visible, receives come back
-        assert browse(factory, small) == []
-        got = receive_all(consumer)
-        assert [(text(m), m.jms_redelivered, count(m)) for m in got] == [
+        assert browse_via(factory, small) == []
+        got = drain(consumer, timeout=NOTHING)
+        assert [marks(m) for m in got] == [
             ("r1", True, 2),
             ("r2", False, 1),
         ]
         # the session is usable, in a fresh transaction
         producer.send(session.create_text_message("ok"))
         session.commit()
-    assert drain(factory, small) == ["ok"]
-    assert drain(factory, Q) == []
+    assert drain_via(factory, small) == ["ok"]
+    assert drain_via(factory, Q) == []
 
 
 def test_tx_06_failed_async_send_makes_commit_roll_back(make_broker: MakeBroker) -> None:
@@ -346,10 +274,10 @@ def test_tx_06_failed_async_send_makes_commit_roll_back(make_broker: MakeBroker)
         assert len(listener.failed) == 1
         with pytest.raises(TransactionRolledBackException):
             session.commit()
-        assert drain(factory, Q) == []
+        assert drain_via(factory, Q) == []
         producer.send(session.create_text_message("next"), destination=Q2)
         session.commit()
-    assert drain(factory, Q2) == ["next"]
+    assert drain_via(factory, Q2) == ["next"]
 
 
 # ---- closing ---------------------------------------------------------------------------------
@@ -363,8 +291,8 @@ def test_s_tx_4_close_rolls_back(connection: Connection, factory: ConnectionFact
     assert text(session.create_consumer(Q).receive(WAIT)) == "r1"
     send(session, Q2, "s1")
     session.close()
-    assert drain_full(factory, Q) == [("r1", True, 2)]
-    assert drain(factory, Q2) == []
+    assert [marks(m) for m in drain_messages_via(factory, Q)] == [("r1", True, 2)]
+    assert drain_via(factory, Q2) == []
 
 
 def test_tx_08_connection_close_rolls_back(factory: ConnectionFactory) -> None:
@@ -376,8 +304,8 @@ def test_tx_08_connection_close_rolls_back(factory: ConnectionFactory) -> None:
     assert text(session.create_consumer(Q).receive(WAIT)) == "r1"
     send(session, Q2, "s1")
     conn.close()
-    assert drain_full(factory, Q) == [("r1", True, 2)]
-    assert drain(factory, Q2) == []
+    assert [marks(m) for m in drain_messages_via(factory, Q)] == [("r1", True, 2)]
+    assert drain_via(factory, Q2) == []
 
 
 # ---- asynchronous sends and listeners -------------------------------------------------------
@@ -390,19 +318,10 @@ def test_tx_09_commit_and_rollback_wait_for_async_sends(
     """TX-09: commit()/rollback() return only after every asynchronous send of the session has
     completed and its callback has returned; the transaction then includes those sends."""
     session = connection.create_session(True)
-    returned: list[str | None] = []
-
-    def slow(m: Message) -> None:
-        time.sleep(0.05)
-        returned.append(text(m))
-
-    listener = Completion(slow)
-    producer = session.create_producer(Q)
-    for t in ("a", "b", "c"):
-        producer.send(session.create_text_message(t), completion_listener=listener)
+    _, returned = send_async_slowly(session, Q, "a", "b", "c")
     getattr(session, end)()
     assert returned == ["a", "b", "c"]
-    assert drain(factory, Q) == (["a", "b", "c"] if end == "commit" else [])
+    assert drain_via(factory, Q) == (["a", "b", "c"] if end == "commit" else [])
 
 
 @pytest.mark.parametrize("end", ["commit", "rollback"])
@@ -417,9 +336,9 @@ def test_tx_10_commit_rollback_in_completion_listener_raise(
     assert listener.done.wait(WAIT)
     time.sleep(NOTHING)
     assert [type(e) for e in listener.errors] == [IllegalStateException]
-    assert browse(factory, Q) == []
+    assert browse_via(factory, Q) == []
     session.commit()
-    assert drain(factory, Q) == ["m"]
+    assert drain_via(factory, Q) == ["m"]
 
 
 def test_tx_11_listener_exception_does_not_roll_back(
@@ -433,7 +352,7 @@ def test_tx_11_listener_exception_does_not_roll_back(
     errors: list[BaseException] = []
 
     def on_message(m: Message) -> None:
-        seen.append((text(m), count(m)))
+        seen.append((text(m), delivery_count(m)))
         if text(m) == "m1":
             raise RuntimeError("application failure")
         try:
@@ -449,7 +368,7 @@ def test_tx_11_listener_exception_does_not_roll_back(
     assert errors == []
     assert seen == [("m1", 1), ("m2", 1)]
     session.close()
-    assert drain(factory, Q) == []
+    assert drain_via(factory, Q) == []
 
 
 def test_tx_11_rollback_inside_listener(connection: Connection, factory: ConnectionFactory) -> None:
@@ -459,8 +378,8 @@ def test_tx_11_rollback_inside_listener(connection: Connection, factory: Connect
     done = threading.Event()
 
     def on_message(m: Message) -> None:
-        seen.append((text(m), count(m), m.jms_redelivered))
-        if count(m) == 1:
+        seen.append((text(m), delivery_count(m), m.jms_redelivered))
+        if delivery_count(m) == 1:
             session.rollback()
         else:
             session.commit()
@@ -472,7 +391,7 @@ def test_tx_11_rollback_inside_listener(connection: Connection, factory: Connect
     time.sleep(NOTHING)
     assert seen == [("m1", 1, False), ("m1", 2, True)]
     session.close()
-    assert drain(factory, Q) == []
+    assert drain_via(factory, Q) == []
 
 
 # ---- header times ----------------------------------------------------------------------------
@@ -555,12 +474,12 @@ def test_s_tx_6_queue_receive_and_topic_publish_in_one_transaction(
             getattr(session, end)()
         if end == "commit":
             assert text(durable.receive(WAIT)) == "p1"
-            assert drain(factory, Q) == []
-            assert drain(factory, Q2) == ["q2"]
+            assert drain_via(factory, Q) == []
+            assert drain_via(factory, Q2) == ["q2"]
         else:
             assert durable.receive(NOTHING) is None
-            assert drain_full(factory, Q) == [("r1", True, 2)]
-            assert drain(factory, Q2) == []
+            assert [marks(m) for m in drain_messages_via(factory, Q)] == [("r1", True, 2)]
+            assert drain_via(factory, Q2) == []
         durable.close()
         s_sub.unsubscribe("D")
 
@@ -576,9 +495,9 @@ def test_tx_14_own_send_not_receivable_in_same_transaction(
     assert consumer.receive(NOTHING) is None
     session.commit()
     got = consumer.receive(WAIT)
-    assert (text(got), got and count(got)) == ("request", 1)
+    assert (text(got), got and delivery_count(got)) == ("request", 1)
     session.commit()
-    assert drain(factory, Q) == []
+    assert drain_via(factory, Q) == []
 
 
 # ---- crash behaviour -----------------------------------------------------------------------
@@ -599,7 +518,7 @@ def test_tx_15_committed_survives_crash_uncommitted_never_appears(make_broker: M
     producer.send(session.create_text_message("open"))
     # crash: a new broker recovers from the store as it is now (the old one is abandoned)
     after = ConnectionFactory(make_broker(store=store).url)
-    assert drain(after, Q) == ["committed"]
+    assert drain_via(after, Q) == ["committed"]
     conn.close()
 
 
@@ -621,8 +540,8 @@ def test_tx_02_atomic_across_crash(make_broker: MakeBroker) -> None:
     assert text(consumer.receive(WAIT)) == "r2"
     producer.send(session.create_text_message("s2"))
     after = ConnectionFactory(make_broker(store=store).url)  # crash before the 2nd commit
-    assert drain(after, Q) == ["r2"]
-    assert drain(after, Q2) == ["s1"]
+    assert drain_via(after, Q) == ["r2"]
+    assert drain_via(after, Q2) == ["s1"]
     conn.close()
 
 
@@ -639,12 +558,12 @@ def test_tx_16_rollbacks_count_towards_dead_lettering(make_broker: MakeBroker) -
         for _ in range(3):
             m = consumer.receive(WAIT)
             assert text(m) == "poison" and m is not None
-            counts.append(count(m))
+            counts.append(delivery_count(m))
             session.rollback()
         assert counts == [1, 2, 3]
         assert consumer.receive(NOTHING) is None
-    assert drain(factory, Queue("DLQ")) == ["poison"]
-    assert drain(factory, Q) == []
+    assert drain_via(factory, Queue("DLQ")) == ["poison"]
+    assert drain_via(factory, Q) == []
 
 
 def test_tx_05_commit_after_close_raises(connection: Connection) -> None:
