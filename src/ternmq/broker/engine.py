@@ -187,6 +187,9 @@ class Broker:
         self._conn_ids = itertools.count(1)
         self._temp_ids = itertools.count(1)
         self._ops: list[Op] = []
+        # Output waiting for store batches: [token, done, error, [(conn, command), ...]].
+        self._pending: collections.deque[list[Any]] = collections.deque()
+        self._tokens = itertools.count(1)
         self._out: list[tuple[BrokerConnection, c.Command]] = []
         self._dirty: set[MessageQueue] = set()
         self._timers: list[tuple[int, int, MessageQueue | None]] = []
@@ -204,9 +207,20 @@ class Broker:
             self._new_queue(destination(f"queue://{name}"))
         for name in self.config.topics:
             self.topics[destination(f"topic://{name}")] = []
+        if not self.store.synchronous:
+            self.store.set_completion(self._on_store_completion)
         self._recover()
 
     # ------------------------------------------------------------------ public interface
+    def run_in_owner(self, fn: Callable[[], None]) -> None:
+        """How work from other threads (store completions) enters the broker. The host
+        replaces this with something that runs ``fn`` where it owns the broker (the embedded
+        transport posts it behind its lock); the default runs it at once."""
+        fn()
+
+    def _on_store_completion(self, token: int, error: BaseException | None) -> None:
+        self.run_in_owner(lambda: self.store_done(token, error))
+
     def connect(self, emit: Emit) -> BrokerConnection:
         """Open the broker side of a connection whose output goes to ``emit``."""
         conn = BrokerConnection(self, f"ID:{next(self._conn_ids)}", emit)
@@ -224,17 +238,13 @@ class Broker:
             if self._blocked and not isinstance(req, c.Send):
                 self._unblock(self.clock.now_ms())
                 self._dispatch_dirty()
-            self._flush_store()
         except JMSException as exc:
             self._ops.clear()
             self._dispatch_dirty()
             reply = c.Error(corr=req.corr, kind=type(exc).__name__, message=str(exc))
-        except OSError as exc:
-            self._ops.clear()
-            reply = c.Error(corr=req.corr, kind="JMSException", message=f"store failure: {exc}")
         if req.corr and reply is not None:
             self._out.append((conn, reply))
-        self._flush_out()
+        self._flush()
 
     def tick(self) -> int | None:
         """Let time act: due scheduled messages, the expiry reaper. Returns the next deadline
@@ -252,8 +262,7 @@ class Broker:
         if self._blocked:
             self._unblock(now)
             self._dispatch_dirty()
-        self._flush_store()
-        self._flush_out()
+        self._flush()
         return self.next_deadline()
 
     def next_deadline(self) -> int | None:
@@ -268,17 +277,18 @@ class Broker:
         for conn in list(self.connections.values()):
             self._close_connection(conn)
             self._out.append((conn, c.ConnectionFailed(message="the broker stopped")))
-        self._flush_store()
-        self._flush_out()
-        self.store.close()
+        self._flush()
+        self.store.close()  # writes what is queued; its completions are posted to us
+        for group in self._pending:
+            group[1] = True
+        self._release_done()
 
     def drop_connection(self, conn: BrokerConnection) -> None:
         """The transport lost ``conn``: release everything it held (REL-10)."""
         if not conn.closed:
             self._close_connection(conn)
             self._dispatch_dirty()
-            self._flush_store()
-            self._flush_out()
+            self._flush()
 
     # ------------------------------------------------------------------ destinations
     def _dest(self, text: str) -> Destination:
@@ -560,7 +570,7 @@ class Broker:
                 continue  # handed to the application: stays with the session
             e = s.outstanding.pop(did, None)
             if e is not None and e.state == INFLIGHT:
-                q.give_back(e)
+                self._return_uncounted(e)
                 released.append(did)
         consumer.outstanding.clear()
         sub = consumer.sub
@@ -807,9 +817,19 @@ class Broker:
                     q.schedule(e, now + delay)
                     self._add_timer(now + delay, q)
                     continue
-            q.give_back(e)
+                q.give_back(e)
+            else:
+                self._return_uncounted(e)
             self._dirty.add(q)
         return ids
+
+    def _return_uncounted(self, e: Entry) -> None:
+        """A delivery the application never saw goes back without counting (notes item 3);
+        the "delivered" mark written at dispatch (A-15) is taken back too."""
+        q = e.queue
+        q.give_back(e)
+        if e.stored.persistent and q.durable and self.config.persist_delivery_count:
+            self._ops.append(SetDeliveryCount(q.key, e.seq, e.count))
 
     @staticmethod
     def _redelivery_delay(q: MessageQueue, count: int) -> int:
@@ -1024,6 +1044,10 @@ class Broker:
         else:
             consumer.credit -= 1
         st = e.stored
+        if st.persistent and q.durable and self.config.persist_delivery_count:
+            # A-15: "delivered at least once" is durable before the delivery leaves, so a
+            # message delivered before a crash comes back marked redelivered (REL-12).
+            self._ops.append(SetDeliveryCount(q.key, e.seq, e.count + 1))
         if groups and st.group_id is not None:
             if st.group_seq < 0:
                 q.groups.pop(st.group_id, None)  # the group is closed (PSF-03)
@@ -1132,16 +1156,52 @@ class Broker:
         self.connections.pop(conn.id, None)
 
     # ------------------------------------------------------------------ plumbing
-    def _flush_store(self) -> None:
-        if self._ops:
-            ops = self._ops
-            self._ops = []
-            self.store.write(ops)
+    def _flush(self) -> None:
+        """Write the request's store batch and release its output, in order.
 
-    def _flush_out(self) -> None:
-        if self._out:
-            out = self._out
-            self._out = []
+        With a synchronous store the batch is written now and the output leaves at once. With
+        an asynchronous one the output (replies, deliveries) waits until the batch is durable
+        (:meth:`store_done`); output of later requests queues behind it, so every connection
+        sees events and replies in the order the broker produced them.
+        """
+        ops, out = self._ops, self._out
+        self._ops = []
+        self._out = []
+        store = self.store
+        if ops and store.synchronous:
+            try:
+                store.write(ops)
+            except OSError as exc:
+                out = _fail_replies(out, exc)
+            ops = []
+        if ops:
+            token = next(self._tokens)
+            self._pending.append([token, False, None, out])
+            store.submit(ops, token)
+        elif self._pending:
+            if out:
+                self._pending.append([0, True, None, out])
+        else:
+            for conn, cmd in out:
+                conn.emit(cmd)
+
+    def store_done(self, token: int, error: BaseException | None) -> None:
+        """The store finished batch ``token``: release the output that waited for it.
+
+        Called in the broker's owner context (the host posts the store's completions)."""
+        for group in self._pending:
+            if group[0] == token:
+                group[1] = True
+                group[2] = error
+                break
+        self._release_done()
+
+    def _release_done(self) -> None:
+        pending = self._pending
+        while pending and pending[0][1]:
+            _, _, error, out = pending.popleft()
+            if error is not None:
+                out = _fail_replies(out, error)
             for conn, cmd in out:
                 conn.emit(cmd)
 
@@ -1184,6 +1244,19 @@ class Broker:
                 if m.expiration and self._reaper_due is None:
                     self._reaper_due = now + round(self.config.expiry_scan_interval * 1000)
                 del e
+
+
+def _fail_replies(
+    out: list[tuple[BrokerConnection, c.Command]], error: BaseException
+) -> list[tuple[BrokerConnection, c.Command]]:
+    """Turn the replies of a batch that could not be stored into errors."""
+    text = f"store failure: the broker could not make this durable: {error}"
+    return [
+        (conn, c.Error(corr=cmd.corr, kind="JMSException", message=text))
+        if isinstance(cmd, (c.Ok, c.Released)) and cmd.corr
+        else (conn, cmd)
+        for conn, cmd in out
+    ]
 
 
 Broker._handlers = {

@@ -86,7 +86,9 @@ class ConnectionFactory:
     Args:
         url: ``vm://NAME`` (an embedded broker in this process, started on first use);
             options after ``?``: ``prefetch`` (messages buffered per consumer, default 100,
-            0 = pull one at a time), ``client_id`` (an administratively configured id).
+            0 = pull one at a time), ``client_id`` (an administratively configured id),
+            ``data_dir`` (vm only: the embedded broker keeps its state in this directory and
+            recovers it on start).
         user: default user name.
         password: default password.
         prefetch: consumer prefetch, overriding the URL option.
@@ -127,12 +129,13 @@ class ConnectionFactory:
         if self.prefetch < 0:
             raise JMSException("prefetch must be 0 (pull) or more")
         self.client_id = client_id if client_id is not None else opts.get("client_id")
+        self.data_dir = opts.get("data_dir") or None
         self.trusted_modules = frozenset(trusted_modules) if trusted_modules is not None else None
 
     def _transport(self, on_event: Callable[[c.Command], None]) -> Any:
         from ternmq.transport.vm import VmTransport, get_embedded
 
-        return VmTransport(get_embedded(self._location), on_event)
+        return VmTransport(get_embedded(self._location, data_dir=self.data_dir), on_event)
 
     def create_connection(self, user: str | None = None, password: str | None = None) -> Connection:
         """Open a connection in stopped mode (classic API).

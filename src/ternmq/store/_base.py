@@ -16,11 +16,12 @@ temporary destinations and non-durable subscriptions never reach the store.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 __all__ = [
     "AddMessage",
+    "Completion",
     "AddSubscription",
     "MemoryStore",
     "Op",
@@ -122,8 +123,19 @@ class Recovered:
     messages: dict[str, list[StoredMessage]] = dataclasses.field(default_factory=dict)
 
 
+Completion = Callable[[int, BaseException | None], None]
+
+
 class Store(Protocol):
-    """Durable state of a broker."""
+    """Durable state of a broker.
+
+    A *synchronous* store (``synchronous = True``) is written with :meth:`write`, which is
+    durable when it returns. An asynchronous one takes batches with :meth:`submit` and reports
+    each one, in submission order, to the completion callback set with
+    :meth:`set_completion` (from its own thread): that is where group commit happens.
+    """
+
+    synchronous: bool
 
     def write(self, ops: Sequence[Op]) -> None:
         """Apply one batch atomically; durable when it returns.
@@ -133,12 +145,20 @@ class Store(Protocol):
         """
         ...
 
+    def submit(self, ops: Sequence[Op], token: int) -> None:
+        """Queue one batch; its completion is reported later as ``callback(token, error)``."""
+        ...
+
+    def set_completion(self, callback: Completion) -> None:
+        """Where :meth:`submit` reports finished batches."""
+        ...
+
     def load(self) -> Recovered:
         """Everything that survived, messages ordered by sequence number."""
         ...
 
     def close(self) -> None:
-        """Release the store's resources."""
+        """Finish queued batches and release the store's resources."""
         ...
 
 
@@ -148,6 +168,8 @@ class MemoryStore:
     A broker restarted on the same ``MemoryStore`` object recovers its state, which is how the
     recovery path is tested without a disk.
     """
+
+    synchronous = True
 
     def __init__(self) -> None:
         self._subs: dict[str, AddSubscription] = {}
@@ -175,6 +197,17 @@ class MemoryStore:
                 self._messages.pop(op.dest, None)
             else:
                 self._messages.pop(op.dest, None)
+
+    def submit(self, ops: Sequence[Op], token: int) -> None:
+        """Not used: a synchronous store is written with :meth:`write`.
+
+        Raises:
+            TypeError: always.
+        """
+        raise TypeError("MemoryStore is synchronous: use write()")
+
+    def set_completion(self, callback: Completion) -> None:
+        """Nothing to report: writes complete when they return."""
 
     def load(self) -> Recovered:
         """Everything written and not removed, in sequence order."""

@@ -68,15 +68,17 @@ class EmbeddedBroker:
         users: dict[str, str] | None = None,
         **settings: Any,
     ) -> None:
-        if data_dir is not None:
-            raise JMSException(
-                "data_dir: the durable on-disk store is not available in this build; "
-                "omit data_dir to keep messages in memory for the life of the process"
-            )
+        fsync = settings.pop("fsync", "always")
+        batch_interval = settings.pop("fsync_interval", 0.05)
         self.name = name
+        self.data_dir = None if data_dir is None else str(data_dir)
         self.config = BrokerConfig.from_settings(**settings)
+        self._fsync = fsync
+        self._batch_interval = batch_interval
         self.clock: Clock = clock or SystemClock()
-        self._store = store if store is not None else MemoryStore()
+        if store is not None and data_dir is not None:
+            raise TypeError("give either store or data_dir, not both")
+        self._store: Store | None = store
         self._users = users
         self.lock = threading.Lock()
         self.broker: Broker | None = None
@@ -85,7 +87,7 @@ class EmbeddedBroker:
         self._deadline: int | None = None
         self._listening = False
         # One-way requests (acks, credit) wait here until a thread holds the lock; see _post.
-        self._posted: collections.deque[tuple[BrokerConnection, c.Request]] = collections.deque()
+        self._posted: collections.deque[Callable[[], None]] = collections.deque()
 
     @property
     def url(self) -> str:
@@ -108,7 +110,16 @@ class EmbeddedBroker:
             if other is not None and other is not self:
                 raise JMSException(f"an embedded broker named {self.name!r} is already running")
             if self.broker is None:
-                self.broker = Broker(self.config, self._store, self.clock, self._users)
+                store = self._store
+                if store is None:
+                    if self.data_dir is not None:
+                        from ternmq.store.sqlite import SqliteStore
+
+                        store = SqliteStore(self.data_dir, self._fsync, self._batch_interval)
+                    else:
+                        store = self._store = MemoryStore()
+                self.broker = Broker(self.config, store, self.clock, self._users)
+                self.broker.run_in_owner = self._post_call  # type: ignore[method-assign]
                 if not self._listening:
                     self.clock.add_listener(self._on_clock_jump)
                     self._listening = True
@@ -124,7 +135,11 @@ class EmbeddedBroker:
         with self.lock:
             broker, self.broker = self.broker, None
             if broker is not None:
+                self._drain(broker)
                 broker.shutdown()
+                self._drain(broker)  # completions the store reported while closing
+        if self.data_dir is not None:
+            self._store = None  # a restart reopens the directory (and recovers from it)
         with self._timer_wake:
             self._deadline = None
             self._timer_wake.notify_all()
@@ -164,7 +179,14 @@ class EmbeddedBroker:
         the queue before it handles its own request and checks it again after releasing, so
         nothing is stranded and one connection's requests keep their order.
         """
-        self._posted.append((conn, req))
+        broker = self.broker
+        if broker is not None:
+            self._posted.append(lambda: broker.handle(conn, req))
+            self._try_drain()
+
+    def _post_call(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` in the broker's owner context (store completions, from its thread)."""
+        self._posted.append(fn)
         self._try_drain()
 
     def _try_drain(self) -> None:
@@ -181,8 +203,7 @@ class EmbeddedBroker:
     def _drain(self, broker: Broker) -> None:
         posted = self._posted
         while posted:
-            conn, req = posted.popleft()
-            broker.handle(conn, req)
+            posted.popleft()()
 
     def _drop(self, conn: BrokerConnection) -> None:
         with self.lock:
@@ -235,23 +256,31 @@ class EmbeddedBroker:
                 self._deadline = nxt
 
 
-def get_embedded(name: str, *, create: bool = True) -> EmbeddedBroker:
-    """The running embedded broker called ``name``; started with defaults if absent.
+def get_embedded(name: str, *, create: bool = True, data_dir: str | None = None) -> EmbeddedBroker:
+    """The running embedded broker called ``name``; started (on ``data_dir`` if given) if absent.
 
     Raises:
-        JMSException: none is running and ``create`` is False.
+        JMSException: none is running and ``create`` is False; or it runs on another data dir;
+            or ``data_dir`` is held by another process.
     """
     with _registry_lock:
         broker = _registry.get(name)
-    if broker is not None:
-        return broker
-    if not create:
-        raise JMSException(f"no embedded broker named {name!r} is running")
-    try:
-        return EmbeddedBroker(name).start()
-    except JMSException:
-        with _registry_lock:
-            return _registry[name]
+    if broker is None:
+        if not create:
+            raise JMSException(f"no embedded broker named {name!r} is running")
+        try:
+            return EmbeddedBroker(name, data_dir).start()
+        except JMSException:
+            with _registry_lock:
+                broker = _registry.get(name)
+            if broker is None:
+                raise
+    if data_dir is not None and broker.data_dir != str(data_dir):
+        raise JMSException(
+            f"the embedded broker {name!r} already runs on data_dir={broker.data_dir!r}, "
+            f"not {data_dir!r}"
+        )
+    return broker
 
 
 class VmTransport:

@@ -1,0 +1,348 @@
+"""The embedded durable store: SQLite in WAL mode, one writer thread, group commit.
+
+Theory of operation
+-------------------
+The broker hands batches of operations to :meth:`SqliteStore.submit` and goes on; the
+writer thread takes *every* batch queued at that moment and applies them in one SQLite
+transaction, so one commit (one fsync of the write-ahead log with ``fsync="always"``) makes
+them all durable — group commit. Then it reports each batch, in order, to the completion
+callback; the broker releases the replies that waited for them. Within one write, a message
+added and removed again (a fast consumer) never reaches the disk.
+
+Durability settings (``fsync``):
+- ``"always"`` (default): ``PRAGMA synchronous=FULL``: a batch is on stable storage before its
+  completion is reported, hence before any receipt. Nothing that was confirmed is lost.
+- ``"batch"``: ``PRAGMA synchronous=NORMAL`` plus an explicit fsync of the log at most every
+  ``batch_interval`` seconds. Faster; a power loss (not a process crash) can lose the batches
+  confirmed during the last interval.
+
+A lock file (``LOCK``, ``fcntl.flock``) keeps a second process off the same directory.
+The writer thread exists only while there is work, so an idle broker holds no thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import pathlib
+import sqlite3
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from typing import Literal
+
+from ternmq.errors import JMSException
+from ternmq.store._base import (
+    AddMessage,
+    AddSubscription,
+    Completion,
+    Op,
+    Recovered,
+    RemoveDestination,
+    RemoveMessage,
+    RemoveSubscription,
+    SetDeliveryCount,
+    StoredMessage,
+)
+
+__all__ = ["SqliteStore"]
+
+log = logging.getLogger("ternmq.store")
+
+SCHEMA_VERSION = "1"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS messages(
+    dest TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    priority INTEGER NOT NULL,
+    expiration INTEGER NOT NULL,
+    delivery_time INTEGER NOT NULL,
+    group_id TEXT,
+    delivery_count INTEGER NOT NULL DEFAULT 0,
+    data BLOB NOT NULL,
+    PRIMARY KEY(dest, seq)
+);
+CREATE TABLE IF NOT EXISTS subscriptions(
+    dest TEXT PRIMARY KEY,
+    client_id TEXT,
+    name TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    selector TEXT,
+    no_local INTEGER NOT NULL,
+    shared INTEGER NOT NULL
+);
+"""
+
+Fsync = Literal["always", "batch"]
+IDLE_EXIT_SECONDS = 2.0
+
+
+class SqliteStore:
+    """A durable store in ``data_dir`` (created if missing).
+
+    Args:
+        data_dir: the directory that holds ``ternmq.db`` and ``LOCK``.
+        fsync: ``"always"`` (durable before every receipt) or ``"batch"`` (see module doc).
+        batch_interval: with ``fsync="batch"``, the longest time between two fsyncs, seconds.
+
+    Raises:
+        JMSException: another process holds the directory, or it cannot be opened.
+    """
+
+    synchronous = False
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        fsync: Fsync = "always",
+        batch_interval: float = 0.05,
+    ) -> None:
+        if fsync not in ("always", "batch"):
+            raise JMSException(f"fsync must be 'always' or 'batch', not {fsync!r}")
+        self.path = pathlib.Path(data_dir)
+        self.fsync = fsync
+        self.batch_interval = batch_interval
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._lock_fd = os.open(self.path / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise JMSException(
+                f"cannot open data dir {self.path}: {exc}", linked_exception=exc
+            ) from exc
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(self._lock_fd)
+            raise JMSException(
+                f"data dir {self.path} is in use by another ternmq process; stop it or choose "
+                "another data_dir",
+                linked_exception=exc,
+            ) from exc
+        os.ftruncate(self._lock_fd, 0)
+        os.write(self._lock_fd, f"{os.getpid()}\n".encode())
+        self._db = sqlite3.connect(
+            self.path / "ternmq.db", isolation_level=None, check_same_thread=False
+        )
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(f"PRAGMA synchronous={'FULL' if fsync == 'always' else 'NORMAL'}")
+        self._db.executescript(_SCHEMA)
+        row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        if row is None:
+            self._db.execute("INSERT INTO meta VALUES('schema', ?)", (SCHEMA_VERSION,))
+        elif row[0] != SCHEMA_VERSION:
+            raise JMSException(
+                f"data dir {self.path} has store schema {row[0]}; this ternmq "
+                f"reads schema {SCHEMA_VERSION}"
+            )
+        self._queue: deque[tuple[Sequence[Op], int]] = deque()
+        self._cond = threading.Condition(threading.Lock())  # guards the queue only
+        self._db_lock = threading.Lock()  # guards the connection (writer thread, reads)
+        self._writer: threading.Thread | None = None
+        self._closed = False
+        self._completion: Completion | None = None
+        self._last_sync = time.monotonic()
+        self.commits = 0  # transactions written (one fsync each with fsync="always")
+        self.batches = 0  # batches received
+
+    # ---- reading -------------------------------------------------------------------------
+    def load(self) -> Recovered:
+        """Everything that survived, messages in sequence order per destination."""
+        out = Recovered()
+        for dest, client_id, name, topic, selector, no_local, shared in self._db.execute(
+            "SELECT dest, client_id, name, topic, selector, no_local, shared FROM subscriptions"
+        ):
+            out.subscriptions.append(
+                AddSubscription(
+                    dest, client_id, name, topic, selector, bool(no_local), bool(shared)
+                )
+            )
+        for dest, seq, prio, exp, dtime, gid, count, data in self._db.execute(
+            "SELECT dest, seq, priority, expiration, delivery_time, group_id, delivery_count, "
+            "data FROM messages ORDER BY dest, seq"
+        ):
+            out.messages.setdefault(dest, []).append(
+                StoredMessage(seq, bytes(data), prio, exp, dtime, gid, count)
+            )
+        return out
+
+    def read_message(self, dest: str, seq: int) -> bytes | None:
+        """The stored bytes of one message (for paging), or None."""
+        with self._db_lock:
+            row = self._db.execute(
+                "SELECT data FROM messages WHERE dest=? AND seq=?", (dest, seq)
+            ).fetchone()
+        return None if row is None else bytes(row[0])
+
+    # ---- writing -------------------------------------------------------------------------
+    def set_completion(self, callback: Completion) -> None:
+        """Where finished batches are reported (called on the writer thread)."""
+        self._completion = callback
+
+    def write(self, ops: Sequence[Op]) -> None:
+        """Apply one batch now, on the calling thread (recovery and tests).
+
+        Raises:
+            OSError: the database could not be written.
+        """
+        with self._db_lock:
+            self._apply([ops])
+
+    def submit(self, ops: Sequence[Op], token: int) -> None:
+        """Queue a batch for the writer thread; ``token`` comes back in the completion.
+
+        Raises:
+            JMSException: the store is closed.
+        """
+        with self._cond:
+            if self._closed:
+                raise JMSException("the store is closed")
+            self._queue.append((ops, token))
+            self.batches += 1
+            if self._writer is None:
+                self._writer = threading.Thread(
+                    target=self._run, name="ternmq-store-writer", daemon=True
+                )
+                self._writer.start()
+            else:
+                self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if not self._queue and not self._closed:
+                    self._cond.wait(IDLE_EXIT_SECONDS)
+                if not self._queue:
+                    self._writer = None
+                    return
+                items = list(self._queue)  # everything queued meanwhile: one group commit
+                self._queue.clear()
+            error: BaseException | None = None
+            with self._db_lock:
+                try:
+                    self._apply([ops for ops, _ in items])
+                except (sqlite3.Error, OSError) as exc:
+                    log.error("store write failed: %s", exc)
+                    error = exc
+            callback = self._completion
+            if callback is not None:
+                for _, token in items:
+                    callback(token, error)
+
+    def _apply(self, batches: list[Sequence[Op]]) -> None:
+        """One transaction for all ``batches`` (the group commit). Caller holds ``_db_lock``."""
+        adds: dict[tuple[str, int], AddMessage] = {}
+        counts: dict[tuple[str, int], int] = {}
+        actions: list[Op] = []
+        for ops in batches:
+            for op in ops:
+                if isinstance(op, AddMessage):
+                    adds[(op.dest, op.seq)] = op
+                    actions.append(op)
+                elif isinstance(op, RemoveMessage):
+                    key = (op.dest, op.seq)
+                    if key in adds:  # added and removed in this write: never touches disk
+                        del adds[key]
+                        counts.pop(key, None)
+                    else:
+                        actions.append(op)
+                elif isinstance(op, SetDeliveryCount):
+                    counts[(op.dest, op.seq)] = op.count
+                else:
+                    actions.append(op)
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for op in actions:
+                if isinstance(op, AddMessage):
+                    key = (op.dest, op.seq)
+                    if adds.get(key) is not op:
+                        continue
+                    db.execute(
+                        "INSERT OR REPLACE INTO messages VALUES(?,?,?,?,?,?,?,?)",
+                        (
+                            op.dest,
+                            op.seq,
+                            op.priority,
+                            op.expiration,
+                            op.delivery_time,
+                            op.group_id,
+                            counts.pop(key, 0),
+                            op.data,
+                        ),
+                    )
+                elif isinstance(op, RemoveMessage):
+                    db.execute("DELETE FROM messages WHERE dest=? AND seq=?", (op.dest, op.seq))
+                elif isinstance(op, AddSubscription):
+                    db.execute(
+                        "INSERT OR REPLACE INTO subscriptions VALUES(?,?,?,?,?,?,?)",
+                        (
+                            op.dest,
+                            op.client_id,
+                            op.name,
+                            op.topic,
+                            op.selector,
+                            int(op.no_local),
+                            int(op.shared),
+                        ),
+                    )
+                elif isinstance(op, RemoveSubscription):
+                    db.execute("DELETE FROM subscriptions WHERE dest=?", (op.dest,))
+                    db.execute("DELETE FROM messages WHERE dest=?", (op.dest,))
+                elif isinstance(op, RemoveDestination):
+                    db.execute("DELETE FROM messages WHERE dest=?", (op.dest,))
+            if counts:
+                db.executemany(
+                    "UPDATE messages SET delivery_count=? WHERE dest=? AND seq=?",
+                    [(n, d, s) for (d, s), n in counts.items()],
+                )
+            db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
+        self.commits += 1
+        if self.fsync == "batch":
+            now = time.monotonic()
+            if now - self._last_sync >= self.batch_interval:
+                self._sync_log()
+                self._last_sync = now
+
+    def _sync_log(self) -> None:
+        wal = self.path / "ternmq.db-wal"
+        with contextlib.suppress(OSError):
+            fd = os.open(wal, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def close(self) -> None:
+        """Write what is queued, stop the writer, close the database, release the lock."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            writer = self._writer
+            self._cond.notify_all()
+        if writer is not None:
+            writer.join(60)
+        with self._cond:
+            items = list(self._queue)  # the writer had gone idle: finish here
+            self._queue.clear()
+        with self._db_lock:
+            if items:
+                self._apply([ops for ops, _ in items])
+            if self.fsync == "batch":
+                self._sync_log()
+            self._db.close()
+        callback = self._completion
+        if callback is not None:
+            for _, token in items:
+                callback(token, None)
+        with contextlib.suppress(OSError):
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
