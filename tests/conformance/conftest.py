@@ -1,7 +1,9 @@
 """Fixtures of the JMS conformance suite.
 
-The suite is written once and runs over every transport: the ``transport`` parameter lists
-them (``vm`` now; ``tcp`` joins when the network server exists). Tests ask for ``factory`` (a
+The suite is written once and runs over every transport and store: the ``transport``
+parameter lists them — ``vm`` (embedded broker, in-memory store) and ``vm+sqlite`` (embedded
+broker on the durable SQLite store in a fresh data directory); ``tcp`` joins when the network
+server exists. Tests ask for ``factory`` (a
 ConnectionFactory to a fresh broker), ``broker`` (that broker, for settings and inspection),
 or ``fake_broker`` / ``fake_factory`` / ``clock`` when time must be controlled; ``connect``
 opens connections that are closed after the test. Plain helper functions are in
@@ -22,7 +24,7 @@ from ternmq.transport.vm import EmbeddedBroker
 
 from ._helpers import Connect
 
-TRANSPORTS = ["vm"]
+TRANSPORTS = ["vm", "vm+sqlite"]
 
 
 def _name() -> str:
@@ -36,11 +38,17 @@ def transport(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def make_broker(transport: str) -> Iterator[Callable[..., EmbeddedBroker]]:
-    """Start a fresh broker with the given settings (``make_broker(max_delivery_attempts=3)``)."""
+def make_broker(
+    transport: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[..., EmbeddedBroker]]:
+    """Start a fresh broker with the given settings (``make_broker(max_delivery_attempts=3)``).
+    On ``vm+sqlite`` it runs on the durable store in a new directory (unless the test passes
+    its own ``store``)."""
     started: list[EmbeddedBroker] = []
 
     def make(**settings: Any) -> EmbeddedBroker:
+        if transport == "vm+sqlite" and "store" not in settings and "data_dir" not in settings:
+            settings["data_dir"] = str(tmp_path_factory.mktemp("data"))
         b = EmbeddedBroker(_name(), **settings).start()
         started.append(b)
         return b
