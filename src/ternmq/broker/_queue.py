@@ -51,7 +51,7 @@ class Stored:
 
     def __init__(
         self,
-        data: bytes,
+        data: bytes | None,
         persistent: bool,
         priority: int,
         expiration: int,
@@ -60,6 +60,7 @@ class Stored:
         group_seq: int = 0,
         origin_conn: object = None,
         origin_client: str | None = None,
+        size: int | None = None,
     ) -> None:
         self.data = data
         self.persistent = persistent
@@ -70,14 +71,22 @@ class Stored:
         self.group_seq = group_seq
         self.origin_conn = origin_conn
         self.origin_client = origin_client
-        self.size = len(data)  # bytes held in memory (the encoding)
+        # Bytes of the encoding. ``data`` is None while the message is paged out: its bytes
+        # live only in the store and are read back when needed.
+        self.size = len(data) if data is not None else (size or 0)
         self._view: Message | None = None
 
     def view(self) -> Message:
-        """The decoded message, for selectors (decoded once, on first use)."""
+        """The decoded message, for selectors (decoded once, on first use).
+
+        Raises:
+            ValueError: the message is paged out (the broker reads it from the store).
+        """
         if self._view is None:
             from ternmq.message.codec import decode_message
 
+            if self.data is None:
+                raise ValueError("the message is paged out")
             self._view = decode_message(self.data)
         return self._view
 
@@ -85,7 +94,17 @@ class Stored:
 class Entry:
     """One message's place in one queue or subscription."""
 
-    __slots__ = ("consumer", "count", "delivery_id", "queue", "seq", "session", "state", "stored")
+    __slots__ = (
+        "consumer",
+        "count",
+        "delivery_id",
+        "held",
+        "queue",
+        "seq",
+        "session",
+        "state",
+        "stored",
+    )
 
     def __init__(self, seq: int, stored: Stored, queue: MessageQueue, count: int = 0) -> None:
         self.seq = seq
@@ -96,6 +115,7 @@ class Entry:
         self.delivery_id = 0
         self.consumer: Any = None
         self.session: Any = None
+        self.held = 0  # bytes of this message counted against the memory limits
 
     def __lt__(self, other: Entry) -> bool:
         return self.seq < other.seq
@@ -143,15 +163,19 @@ class MessageQueue:
         return [e for _, _, e in self.scheduled if e.state == SCHEDULED]
 
     # ---- entering ----------------------------------------------------------------------
-    def add(self, stored: Stored, now: int, count: int = 0, seq: int = 0) -> Entry:
-        """Take a message (new, or recovered with its ``seq`` and delivery ``count``)."""
+    def add(
+        self, stored: Stored, now: int, count: int = 0, seq: int = 0, held: int | None = None
+    ) -> Entry:
+        """Take a message (new, or recovered with its ``seq`` and delivery ``count``).
+        ``held`` is what it counts against memory limits (default: its size; 0 if paged)."""
         if seq:
             self.last_seq = max(self.last_seq, seq)
         else:
             self.last_seq += 1
             seq = self.last_seq
         entry = Entry(seq, stored, self, count)
-        self.bytes += stored.size
+        entry.held = (stored.size if stored.data is not None else 0) if held is None else held
+        self.bytes += entry.held
         self.enqueued += 1
         if stored.group_id is not None:
             self.has_groups = True
@@ -230,7 +254,7 @@ class MessageQueue:
         elif state == INFLIGHT:
             del self.inflight[entry.seq]
         entry.state = GONE
-        self.bytes -= entry.stored.size
+        self.bytes -= entry.held
         self.dequeued += 1
 
     def clear(self) -> list[Entry]:

@@ -7,7 +7,7 @@ from typing import Literal
 
 __all__ = ["BrokerConfig", "DestinationPolicy"]
 
-FullPolicy = Literal["fail", "block"]
+FullPolicy = Literal["page", "block", "fail"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,8 +22,11 @@ class DestinationPolicy:
         max_redelivery_delay: cap of the back-off, seconds (None = 10 x redelivery_delay).
         expiry_queue: queue that receives expired messages; None discards them (the default).
         max_bytes: memory limit of the destination's messages, bytes; 0 = only the global one.
-        full_policy: what a send to a full destination does: ``fail`` raises
-            ResourceAllocationException at once, ``block`` waits up to ``block_timeout``.
+        full_policy: what a send to a full destination does (PSF-07): ``page`` (default)
+            keeps PERSISTENT messages of queues and durable subscriptions on disk only and
+            reads them back as consumers drain (needs a disk store); other messages wait as
+            with ``block``. ``block`` waits up to ``block_timeout`` for room, then raises
+            ResourceAllocationException; ``fail`` raises it at once.
         block_timeout: seconds a blocked send waits before ResourceAllocationException.
         exclusive: queues only: deliver to the oldest consumer only, the next takes over (PSF-04).
     """
@@ -35,7 +38,7 @@ class DestinationPolicy:
     max_redelivery_delay: float | None = None
     expiry_queue: str | None = None
     max_bytes: int = 0
-    full_policy: FullPolicy = "block"
+    full_policy: FullPolicy = "page"
     block_timeout: float = 30.0
     exclusive: bool = False
 

@@ -41,6 +41,7 @@ from ternmq.errors import (
     JMSSecurityException,
     ResourceAllocationException,
 )
+from ternmq.message import Message
 from ternmq.protocol import commands as c
 from ternmq.selector import Selector, compile_selector
 from ternmq.store import (
@@ -187,9 +188,11 @@ class Broker:
         self._conn_ids = itertools.count(1)
         self._temp_ids = itertools.count(1)
         self._ops: list[Op] = []
-        # Output waiting for store batches: [token, done, error, [(conn, command), ...]].
+        # Output waiting for store batches: [token, done, error, [(conn, command), ...],
+        # [messages to page out once the batch is durable]].
         self._pending: collections.deque[list[Any]] = collections.deque()
         self._tokens = itertools.count(1)
+        self._to_page: list[Stored] = []
         self._out: list[tuple[BrokerConnection, c.Command]] = []
         self._dirty: set[MessageQueue] = set()
         self._timers: list[tuple[int, int, MessageQueue | None]] = []
@@ -543,7 +546,7 @@ class Broker:
         q = sub.queue
         q.deleted = True
         for e in q.clear():
-            self.total_bytes -= e.stored.size
+            self.total_bytes -= e.held
             if e.session is not None:
                 e.session.outstanding.pop(e.delivery_id, None)
 
@@ -699,14 +702,18 @@ class Broker:
         else:
             targets = [self._queue(dest)]
         full = self._full(targets, stored.size)
+        paged = False
         if full is not None:
-            raise ResourceAllocationException(
-                f"{full.name} is full (max_bytes={full.policy.max_bytes}, max_memory_bytes="
-                f"{self.config.max_memory_bytes}): consume messages or raise the limit"
-            )
+            if not self._can_page(full, targets, stored):
+                raise ResourceAllocationException(
+                    f"{full.name} is full (max_bytes={full.policy.max_bytes}, max_memory_bytes="
+                    f"{self.config.max_memory_bytes}): consume messages or raise the limit"
+                )
+            paged = True  # PSF-07: kept on disk only, read back when it is delivered
+            self._to_page.append(stored)
         now = self.clock.now_ms()
         for q in targets:
-            self._enqueue(q, stored, now)
+            self._enqueue(q, stored, now, paged)
 
     def _full(self, targets: list[MessageQueue], size: int) -> MessageQueue | None:
         """The first target that cannot take ``size`` more bytes, or None (PSF-07)."""
@@ -719,21 +726,31 @@ class Broker:
                 return q
         return None
 
-    def _blocks(self, dest: Destination) -> bool:
-        return self.config.policy_for(str(dest)).full_policy == "block"
+    def _can_page(self, full: MessageQueue, targets: list[MessageQueue], stored: Stored) -> bool:
+        """Whether a message for full destinations may go to disk only (policy ``page``):
+        PERSISTENT, every target durable, and a store that writes to disk."""
+        return (
+            full.policy.full_policy == "page"
+            and stored.persistent
+            and not self.store.synchronous
+            and all(q.durable for q in targets)
+        )
 
-    def _enqueue(self, q: MessageQueue, stored: Stored, now: int) -> Entry:
-        size = stored.size
-        e = q.add(stored, now)
+    def _blocks(self, dest: Destination) -> bool:
+        """A send to a full ``dest`` waits (policy ``block``, or ``page`` when it cannot page)."""
+        return self.config.policy_for(str(dest)).full_policy in ("block", "page")
+
+    def _enqueue(self, q: MessageQueue, stored: Stored, now: int, paged: bool = False) -> Entry:
+        e = q.add(stored, now, held=0 if paged else stored.size)
         if self._tx_added is not None:
             self._tx_added.append(e)
-        self.total_bytes += size
+        self.total_bytes += e.held
         if stored.persistent and q.durable:
             self._ops.append(
                 AddMessage(
                     q.key,
                     e.seq,
-                    stored.data,
+                    self._data(e),
                     stored.priority,
                     stored.expiration,
                     stored.delivery_time,
@@ -778,7 +795,7 @@ class Broker:
         if e.state == GONE:
             return
         q.remove(e)
-        self.total_bytes -= e.stored.size
+        self.total_bytes -= e.held
         if e.stored.persistent and q.durable:
             self._ops.append(RemoveMessage(q.key, e.seq))
 
@@ -857,8 +874,9 @@ class Broker:
         except JMSException as exc:
             for entry in added:  # all or nothing (TX-02): take back what this commit enqueued
                 entry.queue.remove(entry)
-                self.total_bytes -= entry.stored.size
+                self.total_bytes -= entry.held
             self._ops.clear()
+            self._to_page.clear()
             # The deliveries stay outstanding: the client answers with ``Rollback``, whose
             # ``Released`` reply tells it which buffered deliveries to drop (TX-04, TX-06).
             from ternmq.errors import TransactionRolledBackException
@@ -902,9 +920,9 @@ class Broker:
             st = e.stored
             if st.expiration and st.expiration <= now:
                 continue
-            if selector is not None and not selector.matches(st.view()):
+            if selector is not None and not selector.matches(self._view(e)):
                 continue
-            out.append(st.data)
+            out.append(self._data(e))
         return c.BrowseResult(corr=req.corr, messages=out, after=last, done=done)
 
     def _on_create_temporary(self, conn: BrokerConnection, req: c.CreateTemporary) -> c.Reply:
@@ -940,13 +958,13 @@ class Broker:
             for sub in list(self.topics.pop(dest, [])):
                 sub.queue.deleted = True
                 for e in sub.queue.clear():
-                    self.total_bytes -= e.stored.size
+                    self.total_bytes -= e.held
         else:
             q = self.queues.pop(dest, None)
             if q is not None:
                 q.deleted = True
                 for e in q.clear():
-                    self.total_bytes -= e.stored.size
+                    self.total_bytes -= e.held
 
     def _on_unsubscribe(self, conn: BrokerConnection, req: c.Unsubscribe) -> c.Reply:
         s = self._session(conn, req.session_id)
@@ -1019,7 +1037,7 @@ class Broker:
                     owner = q.groups.get(st.group_id)
                     if owner is not None and owner is not consumer:
                         continue
-                if selector is not None and not selector.matches(st.view()):
+                if selector is not None and not selector.matches(self._view(e)):
                     continue
                 found = e
                 break
@@ -1059,7 +1077,7 @@ class Broker:
                 c.Deliver(
                     consumer_id=consumer.id,
                     delivery_id=did,
-                    message=st.data,
+                    message=self._data(e),
                     delivery_count=e.count + 1,
                     expiration=st.expiration,
                 ),
@@ -1093,7 +1111,7 @@ class Broker:
         from ternmq.message._types import T
         from ternmq.message.codec import decode_message, encode_message
 
-        msg = decode_message(e.stored.data)
+        msg = decode_message(self._data(e))
         msg._properties["JMS_TernMQ_OriginalDestination"] = e.queue.name
         msg._property_types["JMS_TernMQ_OriginalDestination"] = T.STRING
         for k, v in extra.items():
@@ -1117,6 +1135,23 @@ class Broker:
         # Dead-letter and expiry queues take the copy even past their memory limit: dropping
         # it would lose a message silently (REL-08).
         self._enqueue(self._queue_any(target), stored, self.clock.now_ms())
+
+    def _data(self, e: Entry) -> bytes:
+        """The encoded message of ``e``, read back from the store if it is paged out."""
+        data = e.stored.data
+        if data is None:
+            data = self.store.read_message(e.queue.key, e.seq)
+            if data is None:
+                raise JMSException(f"message {e.seq} of {e.queue.name} is missing from the store")
+        return data
+
+    def _view(self, e: Entry) -> Message:
+        """The decoded message of ``e`` for selectors (not cached while paged out)."""
+        if e.stored.data is not None:
+            return e.stored.view()
+        from ternmq.message.codec import decode_message
+
+        return decode_message(self._data(e))
 
     def _queue_any(self, name: str) -> MessageQueue:
         dest = self._dest(f"queue://{name}")
@@ -1174,13 +1209,14 @@ class Broker:
             except OSError as exc:
                 out = _fail_replies(out, exc)
             ops = []
+        to_page, self._to_page = self._to_page, []
         if ops:
             token = next(self._tokens)
-            self._pending.append([token, False, None, out])
+            self._pending.append([token, False, None, out, to_page])
             store.submit(ops, token)
         elif self._pending:
             if out:
-                self._pending.append([0, True, None, out])
+                self._pending.append([0, True, None, out, to_page])
         else:
             for conn, cmd in out:
                 conn.emit(cmd)
@@ -1199,15 +1235,20 @@ class Broker:
     def _release_done(self) -> None:
         pending = self._pending
         while pending and pending[0][1]:
-            _, _, error, out = pending.popleft()
-            if error is not None:
+            _, _, error, out, to_page = pending.popleft()
+            if error is None:
+                for stored in to_page:  # durable now: drop the bytes from memory (PSF-07)
+                    stored.data = None
+                    stored._view = None
+            else:
                 out = _fail_replies(out, error)
             for conn, cmd in out:
                 conn.emit(cmd)
 
     def _recover(self) -> None:
         """Rebuild durable subscriptions and persistent messages from the store (REL-09)."""
-        state = self.store.load()
+        # A disk store recovers an index only: bodies stay on disk until delivered (PSF-07).
+        state = self.store.load(with_data=self.store.synchronous)
         now = self.clock.now_ms()
         for rec in state.subscriptions:
             topic = destination(rec.topic)
@@ -1236,9 +1277,17 @@ class Broker:
                 dest = destination(key)
                 q_or_none = self.queues.get(dest) or self._new_queue(dest)
             for m in msgs:
-                stored = Stored(m.data, True, m.priority, m.expiration, m.delivery_time, m.group_id)
+                stored = Stored(
+                    m.data,
+                    True,
+                    m.priority,
+                    m.expiration,
+                    m.delivery_time,
+                    m.group_id,
+                    size=m.size,
+                )
                 e = q_or_none.add(stored, now, count=m.delivery_count, seq=m.seq)
-                self.total_bytes += stored.size
+                self.total_bytes += e.held
                 if m.delivery_time > now:
                     self._add_timer(m.delivery_time, q_or_none)
                 if m.expiration and self._reaper_due is None:

@@ -104,15 +104,16 @@ Op = (
 
 @dataclasses.dataclass(slots=True)
 class StoredMessage:
-    """A message as recovered from the store."""
+    """A message as recovered from the store (``data`` None when loaded without bodies)."""
 
     seq: int
-    data: bytes
+    data: bytes | None
     priority: int
     expiration: int
     delivery_time: int
     group_id: str | None
     delivery_count: int = 0
+    size: int = 0
 
 
 @dataclasses.dataclass
@@ -153,8 +154,14 @@ class Store(Protocol):
         """Where :meth:`submit` reports finished batches."""
         ...
 
-    def load(self) -> Recovered:
-        """Everything that survived, messages ordered by sequence number."""
+    def load(self, with_data: bool = True) -> Recovered:
+        """Everything that survived, messages ordered by sequence number; without their
+        bodies (``data`` None, read later with :meth:`read_message`) if ``with_data`` is
+        False."""
+        ...
+
+    def read_message(self, dest: str, seq: int) -> bytes | None:
+        """The stored bytes of one message (a paged-out body), or None if absent."""
         ...
 
     def close(self) -> None:
@@ -182,7 +189,13 @@ class MemoryStore:
         for op in ops:
             if isinstance(op, AddMessage):
                 self._messages.setdefault(op.dest, {})[op.seq] = StoredMessage(
-                    op.seq, op.data, op.priority, op.expiration, op.delivery_time, op.group_id
+                    op.seq,
+                    op.data,
+                    op.priority,
+                    op.expiration,
+                    op.delivery_time,
+                    op.group_id,
+                    size=len(op.data),
                 )
             elif isinstance(op, RemoveMessage):
                 self._messages.get(op.dest, {}).pop(op.seq, None)
@@ -209,8 +222,14 @@ class MemoryStore:
     def set_completion(self, callback: Completion) -> None:
         """Nothing to report: writes complete when they return."""
 
-    def load(self) -> Recovered:
-        """Everything written and not removed, in sequence order."""
+    def read_message(self, dest: str, seq: int) -> bytes | None:
+        """The bytes of one stored message, or None."""
+        rec = self._messages.get(dest, {}).get(seq)
+        return None if rec is None else rec.data
+
+    def load(self, with_data: bool = True) -> Recovered:
+        """Everything written and not removed, in sequence order (always with bodies: they
+        are in memory anyway)."""
         return Recovered(
             subscriptions=list(self._subs.values()),
             messages={

@@ -128,6 +128,10 @@ class SqliteStore:
             self.path / "ternmq.db", isolation_level=None, check_same_thread=False
         )
         self._db.execute("PRAGMA journal_mode=WAL")
+        self._reader = sqlite3.connect(
+            self.path / "ternmq.db", isolation_level=None, check_same_thread=False
+        )
+        self._read_lock = threading.Lock()
         self._db.execute(f"PRAGMA synchronous={'FULL' if fsync == 'always' else 'NORMAL'}")
         self._db.executescript(_SCHEMA)
         row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
@@ -149,8 +153,10 @@ class SqliteStore:
         self.batches = 0  # batches received
 
     # ---- reading -------------------------------------------------------------------------
-    def load(self) -> Recovered:
-        """Everything that survived, messages in sequence order per destination."""
+    def load(self, with_data: bool = True) -> Recovered:
+        """Everything that survived, messages in sequence order per destination; without
+        bodies (read later with :meth:`read_message`) if ``with_data`` is False, so that a
+        restart with a deep queue does not pull it all into memory."""
         out = Recovered()
         for dest, client_id, name, topic, selector, no_local, shared in self._db.execute(
             "SELECT dest, client_id, name, topic, selector, no_local, shared FROM subscriptions"
@@ -160,19 +166,25 @@ class SqliteStore:
                     dest, client_id, name, topic, selector, bool(no_local), bool(shared)
                 )
             )
-        for dest, seq, prio, exp, dtime, gid, count, data in self._db.execute(
+        body = "data" if with_data else "NULL"
+        for dest, seq, prio, exp, dtime, gid, count, data, size in self._db.execute(
             "SELECT dest, seq, priority, expiration, delivery_time, group_id, delivery_count, "
-            "data FROM messages ORDER BY dest, seq"
+            f"{body}, length(data) FROM messages ORDER BY dest, seq"
         ):
             out.messages.setdefault(dest, []).append(
-                StoredMessage(seq, bytes(data), prio, exp, dtime, gid, count)
+                StoredMessage(
+                    seq, None if data is None else bytes(data), prio, exp, dtime, gid, count, size
+                )
             )
         return out
 
     def read_message(self, dest: str, seq: int) -> bytes | None:
-        """The stored bytes of one message (for paging), or None."""
-        with self._db_lock:
-            row = self._db.execute(
+        """The stored bytes of one message (for paging), or None.
+
+        Reads go through their own connection: in WAL mode a reader never waits for the
+        writer's commit (and its fsync)."""
+        with self._read_lock:
+            row = self._reader.execute(
                 "SELECT data FROM messages WHERE dest=? AND seq=?", (dest, seq)
             ).fetchone()
         return None if row is None else bytes(row[0])
@@ -339,6 +351,8 @@ class SqliteStore:
             if self.fsync == "batch":
                 self._sync_log()
             self._db.close()
+            with self._read_lock:
+                self._reader.close()
         callback = self._completion
         if callback is not None:
             for _, token in items:
