@@ -141,3 +141,17 @@ def test_psf_07_non_persistent_past_the_limit_blocks_then_fails(tmp_path: pathli
             assert held <= LIMIT and paged == 0 and count < COUNT
     finally:
         b.stop()
+
+
+def test_recovery_is_reported_in_the_log(
+    tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Recovery reports what it found (issue: "reports what it recovered in its log")."""
+    b = _broker(tmp_path)
+    _fill(b, Queue("logged"))
+    b.stop()
+    with caplog.at_level("INFO", logger="ternmq.broker"):
+        b = _broker(tmp_path)
+    b.stop()
+    text = caplog.text
+    assert f"{COUNT} messages" in text and "1 destinations" in text, text

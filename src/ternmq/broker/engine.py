@@ -204,6 +204,7 @@ class Broker:
         self._dest_cache: dict[str, Destination] = {}
         self._tx_added: list[Entry] | None = None  # entries a commit in progress enqueued
         self.total_bytes = 0
+        self.recovered: dict[str, int] = {}  # what _recover found (the host logs it)
         self.dead_lettered = 0
         self.expired = 0
         for name in self.config.queues:
@@ -1268,6 +1269,17 @@ class Broker:
             )
             self.durable[(rec.client_id, rec.name)] = sub
             self.topics.setdefault(topic, []).append(sub)
+        self.recovered = {
+            "subscriptions": len(state.subscriptions),
+            "destinations": len(state.messages),
+            "messages": sum(len(m) for m in state.messages.values()),
+            "scheduled": sum(
+                1 for m in state.messages.values() for r in m if r.delivery_time > now
+            ),
+            "redelivered": sum(
+                1 for m in state.messages.values() for r in m if r.delivery_count > 0
+            ),
+        }
         by_key = {sub.queue.key: sub.queue for sub in self.durable.values()}
         for key, msgs in state.messages.items():
             q_or_none = by_key.get(key)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -36,6 +37,8 @@ from ternmq.protocol import commands as c
 from ternmq.store import MemoryStore, Store
 
 __all__ = ["EmbeddedBroker", "VmTransport", "get_embedded"]
+
+log = logging.getLogger("ternmq.broker")
 
 _registry: dict[str, EmbeddedBroker] = {}
 _registry_lock = threading.Lock()
@@ -119,6 +122,13 @@ class EmbeddedBroker:
                     else:
                         store = self._store = MemoryStore()
                 self.broker = Broker(self.config, store, self.clock, self._users)
+                if self.data_dir is not None:
+                    log.info(
+                        "embedded broker %s recovered from %s: %s",
+                        self.url,
+                        self.data_dir,
+                        ", ".join(f"{v} {k}" for k, v in self.broker.recovered.items()),
+                    )
                 self.broker.run_in_owner = self._post_call  # type: ignore[method-assign]
                 if not self._listening:
                     self.clock.add_listener(self._on_clock_jump)
