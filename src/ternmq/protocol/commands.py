@@ -62,7 +62,7 @@ __all__ = [
 SubscriptionKind = Literal["none", "shared", "durable", "shared_durable"]
 
 
-class _Request(msgspec.Struct, frozen=True, kw_only=True):
+class _Request(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     corr: int = 0
 
 
@@ -221,14 +221,14 @@ class Unsubscribe(_Request, frozen=True, kw_only=True, tag=True):
 # ---- replies -------------------------------------------------------------------------
 
 
-class Ok(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class Ok(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
     """Success. ``value`` carries a request-specific result (e.g. a temporary name)."""
 
     corr: int = 0
     value: str | None = None
 
 
-class Error(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class Error(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
     """Failure: ``kind`` is the JMS exception class name, ``message`` its text."""
 
     corr: int = 0
@@ -236,7 +236,7 @@ class Error(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     message: str = ""
 
 
-class Connected(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class Connected(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
     """Reply to ``Connect``."""
 
     corr: int = 0
@@ -244,14 +244,14 @@ class Connected(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     provider_version: str
 
 
-class Released(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class Released(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
     """Reply to ``Release``/``Rollback``/``CloseSession``: the delivery ids taken back."""
 
     corr: int = 0
     delivery_ids: list[int] = msgspec.field(default_factory=list)
 
 
-class BrowseResult(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class BrowseResult(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
     """Reply to ``Browse``: encoded messages and the position to continue after."""
 
     corr: int = 0
@@ -263,7 +263,7 @@ class BrowseResult(msgspec.Struct, frozen=True, kw_only=True, tag=True):
 # ---- events (broker -> client, unsolicited) ---------------------------------------------
 
 
-class Deliver(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class Deliver(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
     """A message for a consumer. ``delivery_count`` is the JMSXDeliveryCount to show."""
 
     consumer_id: int
@@ -273,7 +273,7 @@ class Deliver(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     expiration: int = 0
 
 
-class ConnectionFailed(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class ConnectionFailed(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
     """The broker dropped the connection (shutdown, failure)."""
 
     message: str
