@@ -37,7 +37,8 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class AddMessage:
-    """A persistent message entered ``dest`` (``queue://NAME`` or ``sub:CLIENT:NAME``)."""
+    """A persistent message entered ``dest`` (``queue://NAME``, or ``sub:u:CLIENT:NAME`` /
+    ``sub:s:CLIENT:NAME`` for an unshared / shared durable subscription)."""
 
     dest: str
     seq: int

@@ -124,24 +124,37 @@ class SqliteStore:
             ) from exc
         os.ftruncate(self._lock_fd, 0)
         os.write(self._lock_fd, f"{os.getpid()}\n".encode())
-        self._db = sqlite3.connect(
-            self.path / "ternmq.db", isolation_level=None, check_same_thread=False
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._reader = sqlite3.connect(
-            self.path / "ternmq.db", isolation_level=None, check_same_thread=False
-        )
-        self._read_lock = threading.Lock()
-        self._db.execute(f"PRAGMA synchronous={'FULL' if fsync == 'always' else 'NORMAL'}")
-        self._db.executescript(_SCHEMA)
-        row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-        if row is None:
-            self._db.execute("INSERT INTO meta VALUES('schema', ?)", (SCHEMA_VERSION,))
-        elif row[0] != SCHEMA_VERSION:
-            raise JMSException(
-                f"data dir {self.path} has store schema {row[0]}; this ternmq "
-                f"reads schema {SCHEMA_VERSION}"
+        try:
+            self._db = sqlite3.connect(
+                self.path / "ternmq.db", isolation_level=None, check_same_thread=False
             )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._reader = sqlite3.connect(
+                self.path / "ternmq.db", isolation_level=None, check_same_thread=False
+            )
+            self._read_lock = threading.Lock()
+            self._db.execute(f"PRAGMA synchronous={'FULL' if fsync == 'always' else 'NORMAL'}")
+            self._db.executescript(_SCHEMA)
+            row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            if row is None:
+                self._db.execute("INSERT INTO meta VALUES('schema', ?)", (SCHEMA_VERSION,))
+            elif row[0] != SCHEMA_VERSION:
+                raise JMSException(
+                    f"data dir {self.path} has store schema {row[0]}; this ternmq "
+                    f"reads schema {SCHEMA_VERSION}"
+                )
+        except BaseException as exc:
+            # Leave nothing open: the lock above all, or this process could not open the
+            # directory again ("in use") until it exits.
+            for conn in (getattr(self, "_db", None), getattr(self, "_reader", None)):
+                if conn is not None:
+                    conn.close()
+            os.close(self._lock_fd)
+            if isinstance(exc, sqlite3.Error):
+                raise JMSException(
+                    f"cannot open the store in {self.path}: {exc}", linked_exception=exc
+                ) from exc
+            raise
         self._queue: deque[tuple[Sequence[Op], int]] = deque()
         self._cond = threading.Condition(threading.Lock())  # guards the queue only
         self._db_lock = threading.Lock()  # guards the connection (writer thread, reads)
@@ -198,7 +211,7 @@ class SqliteStore:
         """Apply one batch now, on the calling thread (recovery and tests).
 
         Raises:
-            OSError: the database could not be written.
+            sqlite3.Error: the database could not be written.
         """
         with self._db_lock:
             self._apply([ops])
