@@ -14,9 +14,9 @@ $(STAMP): pyproject.toml
 
 venv install: $(STAMP)
 
-## make run: start ternmq (for now, the embedded demo)
+## make run: start the network broker (ternmq serve; data in ./data, port 61616)
 run: $(STAMP)
-	$(VENV)/bin/ternmq demo
+	$(VENV)/bin/ternmq serve
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks

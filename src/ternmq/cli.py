@@ -90,11 +90,17 @@ def _demo() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ternmq`` console script."""
+    raw = sys.argv[1:] if argv is None else argv
+    if raw[:1] == ["serve"]:  # the server has its own parser (ternmq.server.app.build_parser)
+        from ternmq.server import main as serve_main
+
+        return serve_main(raw[1:])
     parser = argparse.ArgumentParser(
         prog="ternmq", description="ternmq: a JMS 2.0 broker for Python"
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="run a short tour on an embedded broker")
+    sub.add_parser("serve", help="run the network broker (see: ternmq serve --help)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.command == "demo":
         return _demo()

@@ -58,6 +58,10 @@ from ternmq.store import (
 __all__ = ["Broker", "BrokerConnection"]
 
 Emit = Callable[[c.Command], None]
+# (user, action, destination text) -> allowed; action: send, consume, browse or create.
+Authorizer = Callable[[str | None, str, str], bool]
+# Called before every request; a JMSException it raises becomes that request's Error reply.
+RequestCheck = Callable[["BrokerConnection", c.Request], None]
 MAX_NAME = 255
 MAX_CLIENT_ID = 256  # CONN-08: longer ids, and ids with control characters, are refused
 
@@ -166,6 +170,13 @@ class Broker:
         store: where durable state goes (default: a :class:`MemoryStore`).
         clock: the time source (default: the system clock).
         users: optional ``{user: password}``; when given, connections must authenticate.
+        authorizer: optional ``authorizer(user, action, destination) -> bool`` asked before a
+            send, a consumer, a browse or an auto-creation (not for temporary destinations);
+            a refusal raises JMSSecurityException (EXC-06). None allows everything.
+        request_check: optional hook run before each request (the server's per-connection
+            limits); a JMSException it raises is the request's Error reply, in order.
+        populate_user_id: set ``JMSXUserID`` of every sent message to the connection's user
+            (removed for anonymous connections): PROP-20, PROP-23. Costs a re-encode.
     """
 
     def __init__(
@@ -174,11 +185,17 @@ class Broker:
         store: Store | None = None,
         clock: Clock | None = None,
         users: dict[str, str] | None = None,
+        authorizer: Authorizer | None = None,
+        request_check: RequestCheck | None = None,
+        populate_user_id: bool = False,
     ) -> None:
         self.config = config or BrokerConfig()
         self.store: Store = store if store is not None else MemoryStore()
         self.clock: Clock = clock or SystemClock()
         self.users = users
+        self.authorizer = authorizer
+        self.request_check = request_check
+        self.populate_user_id = populate_user_id
         self.queues: dict[Destination, MessageQueue] = {}
         self.topics: dict[Destination, list[_Subscription]] = {}
         self.durable: dict[tuple[str | None, str], _Subscription] = {}
@@ -236,6 +253,8 @@ class Broker:
         try:
             if conn.closed and not isinstance(req, c.Disconnect):
                 raise IllegalStateException("the connection is closed")
+            if self.request_check is not None:
+                self.request_check(conn, req)
             handler = self._handlers[type(req)]
             reply = handler(self, conn, req)
             self._dispatch_dirty()
@@ -343,6 +362,44 @@ class Broker:
                 )
             raise InvalidDestinationException(f"{dest} has been deleted or never existed")
 
+    def _authorize(self, conn: BrokerConnection, action: str, dest: Destination) -> None:
+        """Refuse ``action`` on ``dest`` unless the authorizer allows it (EXC-06); a request
+        that would auto-create ``dest`` needs ``create`` too. Temporary destinations belong
+        to their connection and are not checked."""
+        authorizer = self.authorizer
+        if authorizer is None or dest.is_temporary:
+            return
+        text = str(dest)
+        actions = [action]
+        known = self.topics if dest.is_topic else self.queues
+        if action != "create" and self.config.auto_create and dest not in known:
+            actions.append("create")
+        for act in actions:
+            if not authorizer(conn.user, act, text):
+                who = conn.user if conn.user is not None else "anonymous"
+                raise JMSSecurityException(
+                    f"user {who!r} is not authorized to {act} {text}: "
+                    f"ask the broker's administrator for the {act!r} permission"
+                )
+
+    def _stamp_user(self, conn: BrokerConnection, req: c.Send) -> c.Send:
+        """JMSXUserID is the connection's user, whatever the client put there (PROP-23)."""
+        import msgspec
+
+        from ternmq.message._types import T
+        from ternmq.message.codec import decode_message, encode_message
+
+        msg = decode_message(req.message)
+        if conn.user is None:
+            if "JMSXUserID" not in msg._properties:
+                return req
+            msg._properties.pop("JMSXUserID")
+            msg._property_types.pop("JMSXUserID", None)
+        else:
+            msg._properties["JMSXUserID"] = conn.user
+            msg._property_types["JMSXUserID"] = T.STRING
+        return msgspec.structs.replace(req, message=encode_message(msg))
+
     # ------------------------------------------------------------------ handlers
     def _on_connect(self, conn: BrokerConnection, req: c.Connect) -> c.Reply:
         if self.users is not None and (
@@ -424,6 +481,7 @@ class Broker:
             dest = self._dest(req.destination)
         except JMSException as exc:
             raise InvalidDestinationException(str(exc)) from exc
+        self._authorize(conn, "consume", dest)
         selector = compile_selector(req.selector)  # InvalidSelectorException
         sel_text = selector.text if selector is not None else None
         prefetch = max(0, req.prefetch)
@@ -521,6 +579,7 @@ class Broker:
                     "or selector; close them first"
                 )
             self._delete_subscription(sub)
+        self._authorize(conn, "create", topic)  # a new durable subscription (EXC-06)
         store_key = _sub_store_key(conn.client_id, name, shared)
         q = MessageQueue(store_key, True, policy, str(topic))
         sub = _Subscription(
@@ -622,11 +681,14 @@ class Broker:
             dest = self._dest(req.destination)
         except JMSException as exc:
             raise InvalidDestinationException(str(exc)) from exc
+        self._authorize(conn, "send", dest)
         # Validate now so a transacted send to a bad destination fails at send() (PROD-02).
         if dest.is_topic:
             self._topic(dest)
         else:
             self._queue(dest)
+        if self.populate_user_id:
+            req = self._stamp_user(conn, req)
         if s.transacted:
             s.tx_sends.append((req, self.clock.now_ms()))
             return c.Ok(corr=req.corr)
@@ -902,6 +964,7 @@ class Broker:
         dest = self._dest(req.destination)
         if dest.is_topic:
             raise InvalidDestinationException(f"{dest} is a topic: browsers need a queue")
+        self._authorize(conn, "browse", dest)
         self._check_temp_owner(conn, dest)
         q = self._queue(dest)
         selector = compile_selector(req.selector)

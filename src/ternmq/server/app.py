@@ -1,0 +1,484 @@
+"""``ternmq serve``: the network broker.
+
+Theory of operation
+-------------------
+:class:`BrokerServer` owns one :class:`~ternmq.broker.engine.Broker` on a
+:class:`~ternmq.store.sqlite.SqliteStore` and runs on one asyncio event loop (uvloop when it
+is installed). The loop is the broker's only owner, as the embedded broker's lock is in
+``transport/vm.py``: every ``handle``, ``tick`` and ``drop_connection`` runs on the loop
+thread. Work from other threads comes back through the loop:
+
+- the store's writer thread reports finished batches through ``broker.run_in_owner``, which
+  this server replaces with ``loop.call_soon_threadsafe``;
+- password hashing runs in a small thread pool and hands its verdict back the same way.
+
+Time-driven work (scheduled delivery, redelivery delay, the expiry reaper, blocked sends) is
+one ``loop.call_later`` for ``broker.next_deadline()``, re-armed after every batch of requests,
+every store completion and every tick. A second periodic callback sweeps the connections for
+heartbeats.
+
+Stopping (SIGTERM, SIGINT, :meth:`BrokerServer.stop`): the listeners close first (no new
+connections), then ``broker.shutdown()`` writes every batch still queued in the store, releases
+the replies that waited for it, tells each client ``ConnectionFailed`` and closes the store;
+then the sockets close once their last octets are sent (or after ``limits.shutdown_grace``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import signal
+import ssl
+import sys
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from ternmq.broker.clock import Clock, FakeClock, SystemClock
+from ternmq.broker.engine import Broker, BrokerConnection
+from ternmq.errors import JMSException, ResourceAllocationException
+from ternmq.protocol import commands as c
+from ternmq.server.config import ListenerConfig, ServerConfig, TlsConfig, load_config
+from ternmq.server.logs import LEVELS, log_event, setup_logging
+from ternmq.server.native import NativeConnection
+from ternmq.store import Store
+
+__all__ = ["BrokerServer", "ServerThread", "build_parser", "main"]
+
+log = logging.getLogger("ternmq.server")
+T = TypeVar("T")
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """A uvloop event loop if uvloop is importable, else asyncio's default."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+    return loop
+
+
+def ssl_context(tls: TlsConfig) -> ssl.SSLContext:
+    """The server-side TLS context of a listener.
+
+    Raises:
+        OSError: a file cannot be read, or is not a valid certificate or key.
+    """
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(tls.cert, tls.key)
+    if tls.cafile:
+        ctx.load_verify_locations(tls.cafile)
+        ctx.verify_mode = ssl.CERT_REQUIRED if tls.verify_client else ssl.CERT_OPTIONAL
+    return ctx
+
+
+class BrokerServer:
+    """The network broker: listeners, connections, and the broker they share.
+
+    Args:
+        config: the server settings.
+        store: the store to use instead of a SqliteStore in ``config.data_dir`` (tests).
+        clock: the broker's time source (default: the system clock).
+
+    Raises:
+        ValueError: a malformed password hash or permission pattern.
+    """
+
+    def __init__(
+        self, config: ServerConfig, *, store: Store | None = None, clock: Clock | None = None
+    ) -> None:
+        self.config = config
+        self.authenticator = config.authenticator()
+        self.authorizer = config.authorizer()
+        self.clock: Clock = clock or SystemClock()
+        self.broker: Broker | None = None
+        self.connections: set[NativeConnection] = set()
+        self.addresses: list[str] = []
+        self.stopping = False
+        self.executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=4, thread_name_prefix="ternmq-auth"
+        )
+        self._store = store
+        self._servers: list[asyncio.Server] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_due: int | None = None
+        self._sweeper: asyncio.TimerHandle | None = None
+        self._stopped: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the server runs on (set by :meth:`start`)."""
+        assert self._loop is not None, "the server is not started"
+        return self._loop
+
+    async def start(self) -> None:
+        """Open the store and the broker, then every listener.
+
+        Raises:
+            JMSException: the data dir is in use by another process or cannot be opened.
+            OSError: a listener cannot bind, or a TLS file is unusable.
+        """
+        self._loop = asyncio.get_running_loop()
+        self._stopped = asyncio.Event()
+        cfg = self.config
+        store = self._store
+        if store is None:
+            from ternmq.store.sqlite import SqliteStore
+
+            store = SqliteStore(cfg.data_dir, cfg.fsync, cfg.fsync_interval)
+        try:
+            broker = Broker(
+                cfg.broker_config(),
+                store,
+                self.clock,
+                authorizer=self.authorizer,
+                request_check=self.check_request,
+                populate_user_id=cfg.populate_user_id,
+            )
+        except BaseException:
+            store.close()
+            raise
+        broker.run_in_owner = self._post  # type: ignore[method-assign]
+        self.broker = broker
+        log_event(
+            log,
+            logging.INFO,
+            "recovered",
+            data_dir=cfg.data_dir if self._store is None else None,
+            **{k: v for k, v in broker.recovered.items()},
+        )
+        try:
+            for listener in cfg.listeners:
+                await self._listen(listener)
+        except BaseException:
+            await self.stop()
+            raise
+        self._loop_thread = threading.get_ident()
+        self.clock.add_listener(self._on_clock_jump)
+        self._arm_sweeper()
+        self.rearm()
+
+    async def _listen(self, listener: ListenerConfig) -> None:
+        ctx = ssl_context(listener.tls) if listener.tls is not None else None
+        scheme = listener.scheme
+        server = await self.loop.create_server(
+            lambda: NativeConnection(self, scheme),
+            listener.bind,
+            listener.port,
+            ssl=ctx,
+            ssl_handshake_timeout=self.config.limits.handshake_timeout if ctx else None,
+            backlog=1024,
+        )
+        self._servers.append(server)
+        for sock in server.sockets[:1]:
+            host, port = sock.getsockname()[:2]
+            shown = f"[{host}]" if ":" in str(host) else str(host)
+            address = f"{scheme}://{shown}:{port}"
+            self.addresses.append(address)
+            log_event(log, logging.INFO, "listening", address=address)
+
+    async def wait_stopped(self) -> None:
+        """Return once :meth:`stop` has finished."""
+        assert self._stopped is not None, "the server is not started"
+        await self._stopped.wait()
+
+    async def stop(self) -> None:
+        """Stop gracefully: no new connections, queued store writes finished and their
+        replies sent, every client told ``ConnectionFailed`` and closed. Idempotent."""
+        if self.stopping:
+            if self._stopped is not None:
+                await self._stopped.wait()
+            return
+        self.stopping = True
+        log_event(log, logging.INFO, "stopping", connections=len(self.connections))
+        for server in self._servers:
+            server.close()
+        for handle in (self._timer, self._sweeper):
+            if handle is not None:
+                handle.cancel()
+        self._timer = self._sweeper = None
+        broker = self.broker
+        if broker is not None:
+            try:
+                broker.shutdown()  # writes what the store holds, tells every client
+            finally:
+                self.broker = None
+        for conn in list(self.connections):
+            conn.close("the server is stopping")
+        pending = [conn.closed for conn in self.connections if not conn.closed.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=self.config.limits.shutdown_grace)
+        for conn in list(self.connections):
+            if conn.transport is not None:
+                conn.transport.abort()
+        for server in self._servers:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(server.wait_closed(), 1.0)
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        log_event(log, logging.INFO, "stopped")
+        if self._stopped is not None:
+            self._stopped.set()
+
+    # ---- the broker's owner ---------------------------------------------------------------
+    def _post(self, fn: Callable[[], None]) -> None:
+        """``broker.run_in_owner``: run ``fn`` on the loop thread (store completions)."""
+        try:
+            self.loop.call_soon_threadsafe(self._owned, fn)
+        except RuntimeError:
+            pass  # the loop is closed: the broker is gone with it
+
+    def _owned(self, fn: Callable[[], None]) -> None:
+        if self.broker is None:
+            return
+        fn()
+        self.rearm()
+
+    def rearm(self) -> None:
+        """Arm the timer for the broker's next deadline (cheap when it did not change)."""
+        broker = self.broker
+        if broker is None or self.stopping:
+            return
+        due = broker.next_deadline()
+        if due == self._timer_due:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_due = due
+        if due is not None and not isinstance(self.clock, FakeClock):
+            delay = max(0.0, (due - self.clock.now_ms()) / 1000)
+            self._timer = self.loop.call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_due = None
+        if self.broker is not None:
+            self.broker.tick()
+        self.rearm()
+
+    def _on_clock_jump(self) -> None:
+        """A :class:`FakeClock` moved (tests): run the due work now. From another thread this
+        waits until the loop has run it, so ``clock.advance()`` returns after the broker
+        acted, as with the embedded broker; fake time never arms a real timer."""
+        loop = self._loop
+        if loop is None or self.broker is None or self.stopping or loop.is_closed():
+            return
+        if threading.get_ident() == self._loop_thread:
+            self._on_timer()
+            return
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                self._on_timer()
+            finally:
+                done.set_result(None)
+
+        try:
+            loop.call_soon_threadsafe(run)
+        except RuntimeError:
+            return
+        with contextlib.suppress(concurrent.futures.TimeoutError):
+            done.result(10)
+
+    def _arm_sweeper(self) -> None:
+        interval = self.config.limits.heartbeat
+        self._sweeper = self.loop.call_later(max(0.02, interval / 4), self._sweep)
+
+    def _sweep(self) -> None:
+        if self.stopping:
+            return
+        now = self.loop.time()
+        interval = self.config.limits.heartbeat
+        for conn in list(self.connections):
+            conn.heartbeat_check(now, interval)
+        self._arm_sweeper()
+
+    def check_request(self, conn: BrokerConnection, req: c.Request) -> None:
+        """The broker's ``request_check``: the per-connection limits. (Permissions, ``admin``
+        for the operator requests included, are checked by the engine's authorizer.)
+
+        Raises:
+            ResourceAllocationException: a session or consumer limit is reached.
+        """
+        t = type(req)
+        limits = self.config.limits
+        if t is c.CreateSession:
+            limit = limits.max_sessions_per_connection
+            if limit and len(conn.sessions) >= limit:
+                raise ResourceAllocationException(
+                    f"this connection has max_sessions_per_connection ({limit}) sessions "
+                    "open: close one first"
+                )
+        elif t is c.CreateConsumer:
+            limit = limits.max_consumers_per_connection
+            if limit and sum(len(s.consumers) for s in conn.sessions.values()) >= limit:
+                raise ResourceAllocationException(
+                    f"this connection has max_consumers_per_connection ({limit}) consumers "
+                    "open: close one first"
+                )
+
+
+class ServerThread:
+    """A :class:`BrokerServer` on its own event-loop thread: for tests and for embedding a
+    network broker in a process that has other work to do.
+
+    Args:
+        config: the server settings (use port 0 to let the system choose).
+        **kwargs: passed to :class:`BrokerServer` (``store``, ``clock``).
+    """
+
+    def __init__(self, config: ServerConfig, **kwargs: Any) -> None:
+        self.server = BrokerServer(config, **kwargs)
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+
+    @property
+    def addresses(self) -> list[str]:
+        """The listeners' addresses, ``tcp://HOST:PORT`` / ``tls://HOST:PORT``."""
+        return list(self.server.addresses)
+
+    @property
+    def url(self) -> str:
+        """The first listener's address."""
+        return self.server.addresses[0]
+
+    def start(self, timeout: float = 30.0) -> ServerThread:
+        """Start the loop thread and wait until every listener is bound.
+
+        Raises:
+            JMSException: the data dir is in use, or the server did not start in time.
+            OSError: a listener cannot bind.
+        """
+        self._thread = threading.Thread(target=self._run, name="ternmq-server", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise JMSException(f"the server did not start within {timeout} s")
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def _run(self) -> None:
+        loop = new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._main())
+        finally:
+            loop.close()
+
+    async def _main(self) -> None:
+        self._stop = asyncio.Event()
+        try:
+            await self.server.start()
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        await self._stop.wait()
+        await self.server.stop()
+
+    def call(self, fn: Callable[[], T], timeout: float = 10.0) -> T:
+        """Run ``fn`` on the server's loop (where the broker may be touched); its result.
+
+        Raises:
+            whatever ``fn`` raises; TimeoutError if the loop does not run it in time.
+        """
+
+        async def run() -> T:
+            return fn()
+
+        return self._submit(run(), timeout)
+
+    def _submit(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
+        assert self._loop is not None, "the server thread is not started"
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop the server gracefully and join its thread. Idempotent."""
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(stop.set)
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# ---- the command line -----------------------------------------------------------------------
+def build_parser(prog: str = "ternmq serve") -> argparse.ArgumentParser:
+    """The options of ``ternmq serve``."""
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="Run the ternmq network broker (native protocol over TCP/TLS).",
+    )
+    p.add_argument("--config", metavar="PATH", help="TOML config file (docs/operations.md)")
+    p.add_argument("--bind", metavar="ADDR", help="address of the TCP listener (default 127.0.0.1)")
+    p.add_argument(
+        "--port",
+        type=int,
+        metavar="N",
+        help="port of the TCP listener (default 61616; 0 picks a free one)",
+    )
+    p.add_argument("--data-dir", metavar="DIR", help="durable store directory (default ./data)")
+    p.add_argument("--log-level", choices=sorted(LEVELS), help="default info")
+    return p
+
+
+async def _serve(config: ServerConfig) -> int:
+    server = BrokerServer(config)
+    try:
+        await server.start()
+    except (OSError, JMSException) as exc:
+        log_event(log, logging.ERROR, "start_failed", problem=str(exc))
+        print(f"ternmq serve: cannot start: {exc}", file=sys.stderr, flush=True)
+        return 1
+    for address in server.addresses:
+        print(f"ternmq listening on {address}", flush=True)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def on_signal(sig: signal.Signals) -> None:
+        log_event(log, logging.INFO, "signal", signal=sig.name)
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal, sig)
+    waiter = asyncio.ensure_future(server.wait_stopped())
+    stopper = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    stopper.cancel()
+    await server.stop()
+    waiter.cancel()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``ternmq serve``: run until SIGTERM/SIGINT; 0 after a graceful stop, 1 if the server
+    cannot start (port in use, data dir locked), 2 for a bad command line or config."""
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        config = load_config(args.config).with_overrides(
+            bind=args.bind, port=args.port, data_dir=args.data_dir, log_level=args.log_level
+        )
+    except ValueError as exc:
+        print(f"ternmq serve: {exc}", file=sys.stderr)
+        return 2
+    setup_logging(config.log_level)
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        return runner.run(_serve(config))

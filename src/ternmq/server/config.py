@@ -1,0 +1,390 @@
+"""The network server's settings: frozen dataclasses, loaded from a TOML file.
+
+Every key is documented in ``docs/operations.md``; ``docs/ternmq.example.toml`` shows them all.
+Command-line flags (``--bind``, ``--port``, ``--data-dir``, ``--log-level``) override the
+file: see :meth:`ServerConfig.with_overrides`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import tomllib
+from collections.abc import Mapping
+from typing import Any, Final, Literal
+
+import msgspec
+
+from ternmq.broker.config import BrokerConfig, DestinationPolicy
+from ternmq.server.security import ACTIONS, ANONYMOUS, Authenticator, Authorizer
+
+__all__ = [
+    "Limits",
+    "ListenerConfig",
+    "ServerConfig",
+    "TlsConfig",
+    "UserConfig",
+    "load_config",
+]
+
+Fsync = Literal["always", "batch"]
+LogLevel = Literal["debug", "info", "warning", "error"]
+DEFAULT_PORT: Final = 61616
+DEFAULT_TLS_PORT: Final = 61617
+
+
+@dataclasses.dataclass(frozen=True)
+class TlsConfig:
+    """TLS of one listener.
+
+    Attributes:
+        cert: PEM file with the server certificate (and chain).
+        key: PEM file with its private key.
+        cafile: PEM file of the CAs that client certificates must chain to.
+        verify_client: require a valid client certificate (needs ``cafile``).
+    """
+
+    cert: str
+    key: str
+    cafile: str | None = None
+    verify_client: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ListenerConfig:
+    """One listening socket of the native protocol (plain TCP, or TLS with ``tls``)."""
+
+    bind: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    tls: TlsConfig | None = None
+
+    @property
+    def scheme(self) -> str:
+        """``tcp`` or ``tls``."""
+        return "tls" if self.tls is not None else "tcp"
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Bounds on what one peer may hold (STYLE rule 5).
+
+    Attributes:
+        max_connections: connections admitted at once (0 = unlimited); past it ``Connect``
+            fails with ResourceAllocationException.
+        max_sessions_per_connection: open sessions of one connection (0 = unlimited).
+        max_consumers_per_connection: open consumers of one connection (0 = unlimited).
+        max_frame: largest frame payload accepted, octets; larger closes the connection.
+        handshake_timeout: seconds a new connection has for its preamble and ``Connect``
+            (and a TLS connection for its TLS handshake).
+        heartbeat: seconds; the server sends a ``Heartbeat`` to a connection it has not
+            written to, or not heard from, for that long, and closes one it has not heard
+            from for two intervals.
+        write_buffer_high: octets queued for a client past which the server stops reading
+            its requests, until the queue is below ``write_buffer_low``.
+        write_buffer_low: see ``write_buffer_high``.
+        shutdown_grace: seconds a graceful stop waits for clients to take their last bytes.
+        max_inflight_requests: requests of one connection waiting for their reply (mostly for
+            the store) past which the server stops reading that connection until half are
+            answered.
+    """
+
+    max_connections: int = 1000
+    max_sessions_per_connection: int = 1000
+    max_consumers_per_connection: int = 10_000
+    max_frame: int = 16 * 1024 * 1024 + 64 * 1024
+    handshake_timeout: float = 10.0
+    heartbeat: float = 30.0
+    write_buffer_high: int = 4 * 1024 * 1024
+    write_buffer_low: int = 1024 * 1024
+    shutdown_grace: float = 5.0
+    max_inflight_requests: int = 4096
+
+
+@dataclasses.dataclass(frozen=True)
+class UserConfig:
+    """One user: a password hash (``hash_password``) and optional roles."""
+
+    password: str
+    roles: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerConfig:
+    """Everything ``ternmq serve`` needs.
+
+    Attributes:
+        listeners: the listening sockets.
+        data_dir: directory of the durable store.
+        fsync: ``always`` (every receipt follows an fsync) or ``batch`` (see the store).
+        fsync_interval: with ``fsync = "batch"``, seconds between two fsyncs at most.
+        limits: per-connection and server-wide bounds.
+        broker: the broker engine's settings (destinations, policies, memory).
+        users: ``{name: UserConfig}``; empty means nobody authenticates.
+        permissions: ``{principal: {action: (pattern, ...)}}``; empty means no checks.
+        anonymous: whether connections without a user are admitted (None: only when no
+            users are configured).
+        populate_user_id: stamp ``JMSXUserID`` with the authenticated user on every send.
+        log_level: ``debug``, ``info``, ``warning`` or ``error``.
+    """
+
+    listeners: tuple[ListenerConfig, ...] = (ListenerConfig(),)
+    data_dir: str = "./data"
+    fsync: Fsync = "always"
+    fsync_interval: float = 0.05
+    limits: Limits = dataclasses.field(default_factory=Limits)
+    broker: BrokerConfig = dataclasses.field(default_factory=BrokerConfig)
+    users: Mapping[str, UserConfig] = dataclasses.field(default_factory=dict)
+    permissions: Mapping[str, Mapping[str, tuple[str, ...]]] = dataclasses.field(
+        default_factory=dict
+    )
+    anonymous: bool | None = None
+    populate_user_id: bool = False
+    log_level: LogLevel = "info"
+
+    @property
+    def anonymous_allowed(self) -> bool:
+        """``anonymous`` with its default applied."""
+        return (not self.users) if self.anonymous is None else self.anonymous
+
+    def authenticator(self) -> Authenticator:
+        """The credential checker of this config.
+
+        Raises:
+            ValueError: a malformed password hash.
+        """
+        return Authenticator({n: u.password for n, u in self.users.items()}, self.anonymous_allowed)
+
+    def authorizer(self) -> Authorizer | None:
+        """The permission checker, or None when no permissions are configured.
+
+        Raises:
+            ValueError: an unknown action or a malformed pattern.
+        """
+        if not self.permissions:
+            return None
+        return Authorizer(self.permissions, {n: u.roles for n, u in self.users.items()})
+
+    def broker_config(self) -> BrokerConfig:
+        """The broker settings with the server's connection limit applied."""
+        return dataclasses.replace(self.broker, max_connections=self.limits.max_connections)
+
+    def with_overrides(
+        self,
+        *,
+        bind: str | None = None,
+        port: int | None = None,
+        data_dir: str | None = None,
+        log_level: LogLevel | None = None,
+    ) -> ServerConfig:
+        """This config with command-line values applied: ``bind``/``port`` replace those of
+        the first plain-TCP listener (one is added if there is none)."""
+        cfg = self
+        if bind is not None or port is not None:
+            listeners = list(cfg.listeners)
+            idx = next((i for i, ls in enumerate(listeners) if ls.tls is None), None)
+            if idx is None:
+                listeners.insert(0, ListenerConfig())
+                idx = 0
+            old = listeners[idx]
+            listeners[idx] = dataclasses.replace(
+                old,
+                bind=old.bind if bind is None else bind,
+                port=old.port if port is None else port,
+            )
+            cfg = dataclasses.replace(cfg, listeners=tuple(listeners))
+        if data_dir is not None:
+            cfg = dataclasses.replace(cfg, data_dir=data_dir)
+        if log_level is not None:
+            cfg = dataclasses.replace(cfg, log_level=log_level)
+        return cfg
+
+
+# ---- loading ------------------------------------------------------------------------------
+_TOP_KEYS: Final = {
+    "listeners",
+    "data_dir",
+    "fsync",
+    "fsync_interval",
+    "limits",
+    "broker",
+    "destinations",
+    "users",
+    "permissions",
+    "anonymous",
+    "populate_user_id",
+    "log_level",
+}
+_OPTIONAL_STR = ("dead_letter_queue", "expiry_queue")
+
+
+def _fields(cls: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)}
+
+
+def _table(value: object, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f"config key {where} must be a table")
+    return value
+
+
+def _check_keys(table: Mapping[str, object], allowed: set[str], where: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise ValueError(
+            f"unknown config key{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(f'{where}{k}' for k in unknown)}; known: {', '.join(sorted(allowed))}"
+        )
+
+
+def _convert(value: object, cls: Any, where: str) -> Any:
+    try:
+        return msgspec.convert(value, cls)
+    except msgspec.ValidationError as exc:
+        raise ValueError(f"config {where}: {exc}") from exc
+
+
+def _policy_fields(table: Mapping[str, object]) -> dict[str, object]:
+    # TOML has no null: an empty string switches a dead-letter or expiry queue off.
+    return {k: (None if k in _OPTIONAL_STR and v == "" else v) for k, v in table.items()}
+
+
+def _parse_broker(raw: dict[str, Any], destinations: dict[str, Any]) -> BrokerConfig:
+    top = _fields(BrokerConfig) - {"default_policy", "policies"}
+    pol = _fields(DestinationPolicy)
+    _check_keys(raw, top | pol, "broker.")
+    broker_kw = {k: v for k, v in raw.items() if k in top}
+    default = _convert(
+        _policy_fields({k: v for k, v in raw.items() if k in pol}), DestinationPolicy, "[broker]"
+    )
+    policies: dict[str, DestinationPolicy] = {}
+    for name, table in destinations.items():
+        where = f'destinations."{name}"'
+        table = _table(table, where)
+        if not (name.startswith("queue://") or name.startswith("topic://")):
+            raise ValueError(f"config table {where}: name it queue://NAME or topic://NAME")
+        _check_keys(table, pol, f"{where}.")
+        merged = {**dataclasses.asdict(default), **_policy_fields(table)}
+        policies[name] = _convert(merged, DestinationPolicy, where)
+    base: BrokerConfig = _convert(broker_kw, BrokerConfig, "[broker]")
+    return dataclasses.replace(base, default_policy=default, policies=policies)
+
+
+def _parse_listener(raw: object, i: int) -> ListenerConfig:
+    where = f"listeners[{i}]"
+    table = _table(raw, where)
+    _check_keys(table, _fields(ListenerConfig), f"{where}.")
+    tls = None
+    if "tls" in table:
+        t = _table(table["tls"], f"{where}.tls")
+        _check_keys(t, _fields(TlsConfig), f"{where}.tls.")
+        tls = _convert(t, TlsConfig, f"{where}.tls")
+        if tls.verify_client and not tls.cafile:
+            raise ValueError(f"config {where}.tls: verify_client = true needs a cafile")
+    default_port = DEFAULT_TLS_PORT if tls is not None else DEFAULT_PORT
+    listener = ListenerConfig(
+        bind=_convert(table.get("bind", "127.0.0.1"), str, f"{where}.bind"),
+        port=_convert(table.get("port", default_port), int, f"{where}.port"),
+        tls=tls,
+    )
+    if not 0 <= listener.port <= 65535:
+        raise ValueError(f"config {where}.port: {listener.port} is not a TCP port")
+    return listener
+
+
+def _check_limits(limits: Limits) -> None:
+    for f in dataclasses.fields(Limits):
+        value = getattr(limits, f.name)
+        if value < 0:
+            raise ValueError(f"config limits.{f.name}: {value} must not be negative")
+    for name in (
+        "max_frame",
+        "handshake_timeout",
+        "heartbeat",
+        "write_buffer_high",
+        "max_inflight_requests",
+    ):
+        if getattr(limits, name) <= 0:
+            raise ValueError(f"config limits.{name} must be positive")
+    if limits.write_buffer_low > limits.write_buffer_high:
+        raise ValueError("config limits.write_buffer_low must not exceed write_buffer_high")
+
+
+def parse_config(data: Mapping[str, Any]) -> ServerConfig:
+    """A :class:`ServerConfig` from the parsed TOML document ``data``.
+
+    Raises:
+        ValueError: an unknown key, a value of the wrong type, or an inconsistent setting;
+            the message names the key.
+    """
+    _check_keys(data, _TOP_KEYS, "")
+    kw: dict[str, Any] = {}
+    if "listeners" in data:
+        raw = data["listeners"]
+        if not isinstance(raw, list):
+            raise ValueError("config key listeners must be an array of tables ([[listeners]])")
+        kw["listeners"] = tuple(_parse_listener(item, i) for i, item in enumerate(raw))
+    for key, typ in (
+        ("data_dir", str),
+        ("fsync", Fsync),
+        ("fsync_interval", float),
+        ("anonymous", bool),
+        ("populate_user_id", bool),
+        ("log_level", LogLevel),
+    ):
+        if key in data:
+            kw[key] = _convert(data[key], typ, key)
+    if "limits" in data:
+        table = _table(data["limits"], "limits")
+        _check_keys(table, _fields(Limits), "limits.")
+        kw["limits"] = _convert(table, Limits, "[limits]")
+        _check_limits(kw["limits"])
+    kw["broker"] = _parse_broker(
+        _table(data.get("broker", {}), "broker"),
+        _table(data.get("destinations", {}), "destinations"),
+    )
+    users: dict[str, UserConfig] = {}
+    for name, table in _table(data.get("users", {}), "users").items():
+        where = f"users.{name}"
+        table = _table(table, where)
+        _check_keys(table, _fields(UserConfig), f"{where}.")
+        if name == ANONYMOUS:
+            raise ValueError(f"config {where}: {ANONYMOUS!r} is reserved for unauthenticated users")
+        users[name] = _convert(table, UserConfig, where)
+    kw["users"] = users
+    permissions: dict[str, dict[str, tuple[str, ...]]] = {}
+    for principal, table in _table(data.get("permissions", {}), "permissions").items():
+        where = f'permissions."{principal}"'
+        table = _table(table, where)
+        _check_keys(table, set(ACTIONS), f"{where}.")
+        permissions[principal] = {
+            action: tuple(_convert(v, list[str], f"{where}.{action}"))
+            for action, v in table.items()
+        }
+    kw["permissions"] = permissions
+    cfg = ServerConfig(**kw)
+    cfg.authenticator()  # malformed hashes fail at load time, not at the first Connect
+    cfg.authorizer()
+    if cfg.limits.max_frame < cfg.broker.max_message_bytes:
+        raise ValueError(
+            f"config limits.max_frame ({cfg.limits.max_frame}) is below broker.max_message_bytes "
+            f"({cfg.broker.max_message_bytes}): raise max_frame (leave room for headers)"
+        )
+    return cfg
+
+
+def load_config(path: str | pathlib.Path | None) -> ServerConfig:
+    """Read a TOML config file (None: the defaults).
+
+    Raises:
+        ValueError: the file cannot be read or parsed, or a setting is wrong.
+    """
+    if path is None:
+        return ServerConfig()
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as exc:
+        raise ValueError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"config file {path} is not valid TOML: {exc}") from exc
+    return parse_config(data)

@@ -1,0 +1,81 @@
+"""The TLS listener: a server certificate, and optional client certificates (``cafile`` +
+``verify_client``). Certificates are made for the test with the ``openssl`` command."""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+import ssl
+import subprocess
+
+import pytest
+
+from ternmq.protocol import commands as c
+
+from ._support import Raw
+from .conftest import Serve
+
+pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
+
+
+def _cert(directory: pathlib.Path, name: str) -> tuple[pathlib.Path, pathlib.Path]:
+    cert, key = directory / f"{name}.pem", directory / f"{name}.key"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            f"/CN={name}",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return cert, key
+
+
+def _config(cert: pathlib.Path, key: pathlib.Path, client_ca: pathlib.Path | None) -> str:
+    text = f'[[listeners]]\nport = 0\n[[listeners]]\nport = 0\n[listeners.tls]\ncert = "{cert}"\n'
+    text += f'key = "{key}"\n'
+    if client_ca is not None:
+        text += f'cafile = "{client_ca}"\nverify_client = true\n'
+    return text
+
+
+def test_tls_listener(serve: Serve, tmp_path: pathlib.Path) -> None:
+    cert, key = _cert(tmp_path, "server")
+    server = serve(_config(cert, key, None))
+    ctx = ssl.create_default_context(cafile=str(cert))
+    with Raw(server.ports["tls"], tls=ctx) as cl:
+        assert isinstance(cl.connect(), c.Connected)
+        assert isinstance(cl.request(c.CreateSession(session_id=1)), c.Ok)
+    server.wait_log(r"event=connection_open .*listener=tls")
+
+
+def test_tls_client_certificate_required(serve: Serve, tmp_path: pathlib.Path) -> None:
+    cert, key = _cert(tmp_path, "server")
+    client_cert, client_key = _cert(tmp_path, "client")
+    server = serve(_config(cert, key, client_cert))
+    with_cert = ssl.create_default_context(cafile=str(cert))
+    with_cert.load_cert_chain(str(client_cert), str(client_key))
+    with Raw(server.ports["tls"], tls=with_cert) as cl:
+        assert isinstance(cl.connect(), c.Connected)
+    without = ssl.create_default_context(cafile=str(cert))
+    try:
+        with Raw(server.ports["tls"], tls=without) as cl:
+            reply = cl.connect()  # TLS 1.3 reports the refusal on the first read (or EOF)
+    except (OSError, AssertionError):
+        reply = None
+    assert reply is None, "a client without a certificate was admitted"
