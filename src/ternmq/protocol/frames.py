@@ -11,7 +11,8 @@ Format (also in ``docs/protocol.md``):
   version closes the connection.
 - Then each frame is a 4-octet big-endian unsigned length ``n`` followed by ``n`` octets: one
   MessagePack-encoded command: an array whose first element is the command's name
-  (``["Send", corr, session_id, ...]``) followed by its fields in declaration order. ``Heartbeat`` frames keep an idle link alive.
+  (``["Send", corr, session_id, ...]``) followed by its fields in declaration order.
+  ``Heartbeat`` frames keep an idle link alive.
 - Limits are constructor arguments; a frame longer than ``max_frame`` or a payload that is
   not a valid command raises :class:`ProtocolError` naming the limit or the problem.
 """

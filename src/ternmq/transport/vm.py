@@ -23,10 +23,11 @@ synchronously instead.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ternmq.broker.clock import Clock, FakeClock, SystemClock
@@ -142,7 +143,7 @@ class EmbeddedBroker:
         with _registry_lock:
             if _registry.get(self.name) is self:
                 del _registry[self.name]
-        with self.lock:
+        with self._owner():
             broker, self.broker = self.broker, None
             if broker is not None:
                 self._drain(broker)
@@ -162,13 +163,13 @@ class EmbeddedBroker:
 
     # ---- used by VmTransport ------------------------------------------------------------
     def _connect(self, emit: Callable[[c.Command], None]) -> BrokerConnection:
-        with self.lock:
+        with self._owner():
             if self.broker is None:
                 raise JMSException(f"the embedded broker {self.url} is stopped")
             return self.broker.connect(emit)
 
     def _submit(self, conn: BrokerConnection, req: c.Request) -> None:
-        with self.lock:
+        with self.lock:  # the hot path: re-checks the posted queue itself, below
             broker = self.broker
             if broker is None:
                 raise JMSException(f"the embedded broker {self.url} is stopped")
@@ -179,6 +180,19 @@ class EmbeddedBroker:
             self._try_drain()
         if deadline is not None and (self._deadline is None or deadline < self._deadline):
             self._reschedule()
+
+    @contextlib.contextmanager
+    def _owner(self) -> Iterator[None]:
+        """Hold the broker lock; after releasing it, run whatever was posted meanwhile.
+
+        Every holder must re-check the posted queue after releasing the lock: work posted
+        while it held the lock (a store completion, a one-way ack) found the lock busy and
+        relies on the holder to run it.
+        """
+        with self.lock:
+            yield
+        if self._posted:
+            self._try_drain()
 
     def _post(self, conn: BrokerConnection, req: c.Request) -> None:
         """Queue a one-way request without ever blocking on the broker lock.
@@ -216,13 +230,13 @@ class EmbeddedBroker:
             posted.popleft()()
 
     def _drop(self, conn: BrokerConnection) -> None:
-        with self.lock:
+        with self._owner():
             if self.broker is not None:
                 self.broker.drop_connection(conn)
 
     def tick(self) -> None:
         """Run due time-driven work now (the timer thread and fake clocks call this)."""
-        with self.lock:
+        with self._owner():
             if self.broker is not None:
                 self.broker.tick()
         self._reschedule()
@@ -232,7 +246,7 @@ class EmbeddedBroker:
         self.tick()
 
     def _reschedule(self) -> None:
-        with self.lock:
+        with self._owner():
             deadline = self.broker.next_deadline() if self.broker is not None else None
         if isinstance(self.clock, FakeClock):
             return  # fake time moves only through FakeClock.advance -> tick
@@ -259,7 +273,7 @@ class EmbeddedBroker:
                 if delay > 0:
                     self._timer_wake.wait(min(delay, 60.0))
                     continue
-            with self.lock:
+            with self._owner():
                 broker = self.broker
                 nxt = broker.tick() if broker is not None else None
             with self._timer_wake:
