@@ -1050,6 +1050,107 @@ class Broker:
         self._delete_subscription(sub)
         return c.Ok(corr=req.corr)
 
+    # ------------------------------------------------------------------ admin
+    def _on_stat(self, conn: BrokerConnection, req: c.Stat) -> c.Reply:
+        """Admin: the state of one destination, or of every destination sorted by name (with
+        an authorizer: every destination this user may administer)."""
+        if req.destination is not None:
+            dests = [self._admin_dest(conn, req.destination)]
+        else:
+            auth = self.authorizer
+            dests = sorted(
+                (
+                    d
+                    for d in [*self.queues, *self.topics]
+                    if auth is None or d.is_temporary or auth(conn.user, "admin", str(d))
+                ),
+                key=str,
+            )
+        return c.StatResult(corr=req.corr, destinations=[self._stat(d) for d in dests])
+
+    def _on_purge(self, conn: BrokerConnection, req: c.Purge) -> c.Reply:
+        """Admin: drop every message of a queue that is not in flight (ready or scheduled);
+        deliveries in flight stay with their sessions. Persistent ones leave the store too."""
+        dest = self._admin_dest(conn, req.destination)
+        if dest.is_topic:
+            raise InvalidDestinationException(
+                f"{dest} is a topic: only queues can be purged (a topic holds no messages "
+                "of its own; its subscriptions are emptied by their consumers or unsubscribe)"
+            )
+        q = self.queues[dest]
+        entries = [*q.iter_ready(), *q.scheduled_entries()]
+        for e in entries:
+            self._finish(e)
+        return c.Ok(corr=req.corr, value=str(len(entries)))
+
+    def _admin_dest(self, conn: BrokerConnection, text: str) -> Destination:
+        """An existing queue or topic named by ``text`` (admin requests never create one) that
+        ``conn``'s user may administer (the ``admin`` action of the authorizer)."""
+        try:
+            dest = self._dest(text)
+        except JMSException as exc:
+            raise InvalidDestinationException(str(exc)) from exc
+        auth = self.authorizer
+        if auth is not None and not dest.is_temporary and not auth(conn.user, "admin", str(dest)):
+            raise JMSSecurityException(
+                f"user {conn.user!r} is not allowed to administer {dest}: grant it the "
+                "'admin' permission on that destination"
+            )
+        if dest not in self.queues and dest not in self.topics:
+            raise InvalidDestinationException(f"{dest} does not exist on this broker")
+        return dest
+
+    def _stat(self, dest: Destination) -> c.DestinationStat:
+        if not dest.is_topic:
+            q = self.queues[dest]
+            depth, in_flight, scheduled, paged = _queue_counts(q)
+            return c.DestinationStat(
+                name=str(dest),
+                kind=dest.kind,
+                depth=depth,
+                in_flight=in_flight,
+                scheduled=scheduled,
+                consumers=len(q.consumers),
+                enqueued=q.enqueued,
+                dequeued=q.dequeued,
+                memory_bytes=q.bytes,
+                paged=paged,
+            )
+        totals = [0, 0, 0, 0]
+        subs: list[c.SubscriptionStat] = []
+        enqueued = dequeued = consumers = held = 0
+        for sub in self.topics.get(dest, []):
+            q = sub.queue
+            counts = _queue_counts(q)
+            totals = [a + b for a, b in zip(totals, counts)]
+            enqueued += q.enqueued
+            dequeued += q.dequeued
+            consumers += len(q.consumers)
+            held += q.bytes
+            subs.append(
+                c.SubscriptionStat(
+                    name=_subscription_name(sub),
+                    kind=_subscription_kind(sub),
+                    depth=counts[0],
+                    in_flight=counts[1],
+                    consumers=len(q.consumers),
+                )
+            )
+        subs.sort(key=lambda s: s.name)
+        return c.DestinationStat(
+            name=str(dest),
+            kind=dest.kind,
+            depth=totals[0],
+            in_flight=totals[1],
+            scheduled=totals[2],
+            consumers=consumers,
+            enqueued=enqueued,
+            dequeued=dequeued,
+            memory_bytes=held,
+            paged=totals[3],
+            subscriptions=subs,
+        )
+
     _handlers: dict[type, Callable[[Broker, BrokerConnection, Any], c.Reply | None]] = {}
 
     # ------------------------------------------------------------------ dispatch
@@ -1370,6 +1471,30 @@ class Broker:
                 del e
 
 
+def _queue_counts(q: MessageQueue) -> tuple[int, int, int, int]:
+    """(held, in flight, scheduled, paged out) messages of one queue or subscription."""
+    ready = list(q.iter_ready())
+    scheduled = q.scheduled_entries()
+    inflight = list(q.inflight.values())
+    paged = sum(1 for e in (*ready, *scheduled, *inflight) if e.stored.data is None)
+    return len(ready) + len(scheduled) + len(inflight), len(inflight), len(scheduled), paged
+
+
+def _subscription_kind(sub: _Subscription) -> c.SubscriptionKind:
+    if sub.durable:
+        return "shared_durable" if sub.shared else "durable"
+    return "shared" if sub.shared else "none"
+
+
+def _subscription_name(sub: _Subscription) -> str:
+    """``CLIENT_ID:NAME`` (or ``NAME``) for a named subscription; the internal queue name
+    of a plain consumer's subscription."""
+    if sub.key is None:
+        return sub.queue.key
+    client_id, name = sub.key
+    return f"{client_id}:{name}" if client_id else name
+
+
 def _fail_replies(
     out: list[tuple[BrokerConnection, c.Command]], error: BaseException
 ) -> list[tuple[BrokerConnection, c.Command]]:
@@ -1403,6 +1528,8 @@ Broker._handlers = {
     c.CreateTemporary: Broker._on_create_temporary,
     c.DeleteTemporary: Broker._on_delete_temporary,
     c.Unsubscribe: Broker._on_unsubscribe,
+    c.Stat: Broker._on_stat,
+    c.Purge: Broker._on_purge,
 }
 
 _ = InvalidSelectorException  # raised by compile_selector through this module

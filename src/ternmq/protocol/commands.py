@@ -43,12 +43,14 @@ __all__ = [
     "Credit",
     "DeleteTemporary",
     "Deliver",
+    "DestinationStat",
     "Disconnect",
     "Error",
     "Event",
     "Expired",
     "Ok",
     "Pull",
+    "Purge",
     "Release",
     "Released",
     "Reply",
@@ -56,6 +58,9 @@ __all__ = [
     "Rollback",
     "Send",
     "SetClientId",
+    "Stat",
+    "StatResult",
+    "SubscriptionStat",
     "Unsubscribe",
 ]
 
@@ -218,6 +223,20 @@ class Unsubscribe(_Request, frozen=True, kw_only=True, tag=True):
     name: str
 
 
+class Stat(_Request, frozen=True, kw_only=True, tag=True):
+    """Admin: report the state of one destination (``queue://NAME``, ``topic://NAME``) or,
+    with ``destination`` None, of every destination. Answered by ``StatResult``."""
+
+    destination: str | None = None
+
+
+class Purge(_Request, frozen=True, kw_only=True, tag=True):
+    """Admin: remove every message of a queue that is not in flight (ready or scheduled).
+    Answered by ``Ok`` whose ``value`` is the number removed, as decimal text."""
+
+    destination: str
+
+
 # ---- replies -------------------------------------------------------------------------
 
 
@@ -260,6 +279,45 @@ class BrowseResult(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_li
     done: bool = True
 
 
+class SubscriptionStat(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """One subscription of a topic in a ``StatResult``. ``name`` is the subscription name
+    (``CLIENT_ID:NAME`` when it has a client id; an internal name for a plain consumer)."""
+
+    name: str
+    kind: SubscriptionKind
+    depth: int = 0
+    in_flight: int = 0
+    consumers: int = 0
+
+
+class DestinationStat(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """The state of one destination in a ``StatResult``.
+
+    ``depth`` counts messages held (ready, scheduled and in flight); ``memory_bytes`` the message
+    bytes held in memory and ``paged`` the messages kept on disk only. For a topic the
+    numbers are totals over its ``subscriptions``.
+    """
+
+    name: str
+    kind: Literal["queue", "topic", "temp-queue", "temp-topic"]
+    depth: int = 0
+    in_flight: int = 0
+    scheduled: int = 0
+    consumers: int = 0
+    enqueued: int = 0
+    dequeued: int = 0
+    memory_bytes: int = 0
+    paged: int = 0
+    subscriptions: list[SubscriptionStat] = msgspec.field(default_factory=list)
+
+
+class StatResult(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
+    """Reply to ``Stat``: one entry per destination, sorted by name."""
+
+    corr: int = 0
+    destinations: list[DestinationStat] = msgspec.field(default_factory=list)
+
+
 # ---- events (broker -> client, unsolicited) ---------------------------------------------
 
 
@@ -299,7 +357,9 @@ Request = (
     | CreateTemporary
     | DeleteTemporary
     | Unsubscribe
+    | Stat
+    | Purge
 )
-Reply = Ok | Error | Connected | Released | BrowseResult
+Reply = Ok | Error | Connected | Released | BrowseResult | StatResult
 Event = Deliver | ConnectionFailed
 Command = Request | Reply | Event
