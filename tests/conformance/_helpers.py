@@ -293,9 +293,15 @@ def send_async_slowly(
 
 # ---- broker and transport internals (only where no public API shows the state) ---------------
 def lose_link(conn: Connection) -> None:
-    """Cut the link of ``conn`` to the broker without ``close()`` (the vm stand-in for a lost
-    socket)."""
-    conn._transport.close()
+    """Cut the link of ``conn`` to the broker without ``close()``: over tcp the socket is
+    dropped without a goodbye (``TcpTransport.abort``, which returns once the server has
+    seen it); on vm the transport is closed (the stand-in for a lost socket)."""
+    transport = conn._transport
+    abort = getattr(transport, "abort", None)
+    if abort is not None:
+        abort()
+    else:
+        transport.close()
 
 
 def held_bytes(broker: EmbeddedBroker) -> int:

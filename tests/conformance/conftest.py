@@ -1,9 +1,12 @@
 """Fixtures of the JMS conformance suite.
 
 The suite is written once and runs over every transport and store: the ``transport``
-parameter lists them — ``vm`` (embedded broker, in-memory store) and ``vm+sqlite`` (embedded
-broker on the durable SQLite store in a fresh data directory); ``tcp`` joins when the network
-server exists. Tests ask for ``factory`` (a
+parameter lists them — ``vm`` (embedded broker, in-memory store), ``vm+sqlite`` (embedded
+broker on the durable SQLite store in a fresh data directory) and ``tcp`` (the network server
+of ``ternmq serve`` on a SQLite store, one per broker, reached over a real socket: see
+``_tcp.py``). Tests that cannot run over tcp (the fake clock, see ``_tcp.py``) are marked
+``@pytest.mark.vm_only("why")`` and deselected for tcp; the run ends with their count.
+Tests ask for ``factory`` (a
 ConnectionFactory to a fresh broker), ``broker`` (that broker, for settings and inspection),
 or ``fake_broker`` / ``fake_factory`` / ``clock`` when time must be controlled; ``connect``
 opens connections that are closed after the test. Plain helper functions are in
@@ -24,7 +27,7 @@ from ternmq.transport.vm import EmbeddedBroker
 
 from ._helpers import Connect
 
-TRANSPORTS = ["vm", "vm+sqlite"]
+TRANSPORTS = ["vm", "vm+sqlite", "tcp"]
 
 
 def _name() -> str:
@@ -44,9 +47,15 @@ def make_broker(
     """Start a fresh broker with the given settings (``make_broker(max_delivery_attempts=3)``).
     On ``vm+sqlite`` it runs on the durable store in a new directory (unless the test passes
     its own ``store``)."""
-    started: list[EmbeddedBroker] = []
+    started: list[Any] = []
 
     def make(**settings: Any) -> EmbeddedBroker:
+        if transport == "tcp":
+            from ._tcp import ServerBroker
+
+            server = ServerBroker(str(tmp_path_factory.mktemp("data")), **settings).start()
+            started.append(server)
+            return server  # type: ignore[return-value]  # duck-types the test-facing part
         if transport == "vm+sqlite" and "store" not in settings and "data_dir" not in settings:
             settings["data_dir"] = str(tmp_path_factory.mktemp("data"))
         b = EmbeddedBroker(_name(), **settings).start()
@@ -118,3 +127,38 @@ def connect(factory: ConnectionFactory) -> Iterator[Connect]:
     yield make
     for conn in reversed(opened):
         conn.close()
+
+
+# ---- tcp: tests marked vm_only are deselected, and counted ----------------------------------
+_VM_ONLY: dict[str, int] = {}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the tcp runs of tests marked ``vm_only`` (never silently: see below)."""
+    keep, drop = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        marker = item.get_closest_marker("vm_only")
+        if (
+            marker is not None
+            and callspec is not None
+            and callspec.params.get("transport") == "tcp"
+        ):
+            drop.append(item)
+            reason = str(marker.args[0]) if marker.args else "no reason given"
+            _VM_ONLY[reason] = _VM_ONLY.get(reason, 0) + 1
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say how many tcp runs were deselected, and why."""
+    if _VM_ONLY:
+        reasons = ", ".join(f"{n} {why}" for why, n in sorted(_VM_ONLY.items()))
+        terminalreporter.write_line(
+            f"conformance: {sum(_VM_ONLY.values())} tests marked vm_only did not run over tcp "
+            f"({reasons})"
+        )

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ternmq.client.consumer import MessageConsumer
     from ternmq.client.context import JMSContext
     from ternmq.client.session import Session
+    from ternmq.transport.tcp import TcpOptions
 
 __all__ = ["Connection", "ConnectionFactory", "ConnectionMetaData"]
 
@@ -84,11 +85,16 @@ class ConnectionFactory:
     """Creates connections and contexts to one broker.
 
     Args:
-        url: ``vm://NAME`` (an embedded broker in this process, started on first use);
+        url: ``vm://NAME`` (an embedded broker in this process, started on first use),
+            ``tcp://HOST:PORT`` or ``tls://HOST:PORT`` (a ``ternmq serve`` server; IPv6 as
+            ``[::1]:61616``; the port defaults to 61616 / 61617);
             options after ``?``: ``prefetch`` (messages buffered per consumer, default 100,
             0 = pull one at a time), ``client_id`` (an administratively configured id),
             ``data_dir`` (vm only: the embedded broker keeps its state in this directory and
-            recovers it on start).
+            recovers it on start); tcp and tls: ``heartbeat`` (seconds, default 30, 0 = off),
+            ``connect_timeout`` (seconds, default 10); tls only: ``cafile``, ``certfile`` and
+            ``keyfile`` (a client certificate), ``verify`` (true/false, default true),
+            ``server_hostname`` (see :func:`ternmq.transport.tcp.parse_tcp_url`).
         user: default user name.
         password: default password.
         prefetch: consumer prefetch, overriding the URL option.
@@ -112,12 +118,22 @@ class ConnectionFactory:
     ) -> None:
         self.url = url
         scheme, location, opts = parse_url(url)
-        if scheme != "vm":
+        if scheme not in ("vm", "tcp", "tls"):
             raise JMSException(
-                f"unsupported transport {scheme!r} in {url!r}: this build supports vm://NAME"
+                f"unsupported transport {scheme!r} in {url!r}: use vm://NAME, "
+                "tcp://HOST:PORT or tls://HOST:PORT"
             )
         if not location:
-            raise JMSException(f"{url!r} names no broker: write vm://NAME")
+            raise JMSException(
+                f"{url!r} names no broker: write vm://NAME, tcp://HOST:PORT or tls://HOST:PORT"
+            )
+        self._tcp: TcpOptions | None = None
+        if scheme != "vm":
+            from ternmq.transport.tcp import parse_tcp_url
+
+            self._tcp = parse_tcp_url(
+                scheme, location, opts, url, client_options=("prefetch", "client_id")
+            )
         self._scheme = scheme
         self._location = location
         self.user = user
@@ -133,6 +149,8 @@ class ConnectionFactory:
         self.trusted_modules = frozenset(trusted_modules) if trusted_modules is not None else None
 
     def _transport(self, on_event: Callable[[c.Command], None]) -> Any:
+        if self._tcp is not None:
+            return self._tcp.connect(on_event)
         from ternmq.transport.vm import VmTransport, get_embedded
 
         return VmTransport(get_embedded(self._location, data_dir=self.data_dir), on_event)
@@ -441,7 +459,14 @@ class Connection:
             if consumer is not None:
                 consumer._push(cmd)
         elif isinstance(cmd, c.ConnectionFailed):
-            self._fail(JMSException(f"connection to {self._factory.url} lost: {cmd.message}"))
+            # CONN-27: linked to the cause (the OSError) when the transport knows one
+            cause = getattr(getattr(self, "_transport", None), "failure_cause", None)
+            self._fail(
+                JMSException(
+                    f"connection to {self._factory.url} lost: {cmd.message}",
+                    linked_exception=cause,
+                )
+            )
 
     def _fail(self, exc: JMSException) -> None:
         with self._lock:

@@ -1,0 +1,322 @@
+"""End-to-end figures over the network: a ``ternmq serve`` subprocess and tcp:// clients.
+
+Scenarios (256-byte TextMessages; the clients are threads of this process, one connection
+each; the server is a separate process on a fresh data directory, fsync "always"):
+  np 1->1        1 producer -> queue -> 1 consumer, NON_PERSISTENT, AUTO_ACKNOWLEDGE. Sends
+                 are synchronous (the producer waits for the broker's receipt, catalog A-08),
+                 so this is bound by the round-trip time.
+  persistent x1  PERSISTENT synchronous sends from 1 producer (receipt after fsync)
+  persistent x64 the same from 64 producer threads, one connection each (group commit
+                 shares the fsyncs)
+  np x64 shared  64 threads sending NON_PERSISTENT on ONE connection (one session each)
+  topic 1->4     NON_PERSISTENT to a topic with 4 subscribers; messages published per second
+                 until every subscriber has all of them
+  latency        send -> receive latency at an offered 2,000 msg/s (NON_PERSISTENT, open loop:
+                 measured from each message's scheduled send time, so a stall counts for every
+                 message it delays); p50 / p99 / p99.9
+  rtt            the floor: an empty TCP echo round trip between two Python processes here
+
+Run: .venv/bin/python benchmarks/bench_tcp.py [--count N] [--repeat R] [--latency-seconds S]
+Prints the median of R runs for each throughput scenario. Bounded: about a minute with the
+defaults, and every run stops after 60 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+from ternmq import ConnectionFactory, DeliveryMode, Queue, Session, Topic
+
+BODY = "x" * 256
+LIMIT_S = 60.0
+SENT_AT = "bench_sent_ns"
+
+
+@contextlib.contextmanager
+def server() -> Iterator[str]:
+    """A ``ternmq serve --port 0`` subprocess on a temporary data dir; yields its URL."""
+    with tempfile.TemporaryDirectory(prefix="ternmq-bench-") as data:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ternmq.cli",
+                "serve",
+                "--port",
+                "0",
+                "--data-dir",
+                data,
+                "--log-level",
+                "warning",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            m = re.match(r"ternmq listening on (\S+)", line)
+            if m is None:
+                raise RuntimeError(f"ternmq serve did not start: {line!r}")
+            yield m.group(1)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+
+
+def _name() -> str:
+    return f"bench-{uuid.uuid4().hex[:8]}"
+
+
+def _consume(
+    factory: ConnectionFactory,
+    dest: Queue | Topic,
+    count: int,
+    ready: threading.Event,
+    done: list[float],
+) -> None:
+    with factory.create_connection() as conn:
+        consumer = conn.create_session().create_consumer(dest)
+        conn.start()
+        ready.set()
+        deadline = time.monotonic() + LIMIT_S
+        got = 0
+        while got < count and time.monotonic() < deadline:
+            if consumer.receive(1.0) is not None:
+                got += 1
+        done.append(time.perf_counter())
+
+
+def _drain(factory: ConnectionFactory, q: Queue) -> None:
+    with factory.create_connection() as conn:
+        consumer = conn.create_session(False, Session.DUPS_OK_ACKNOWLEDGE).create_consumer(q)
+        conn.start()
+        while consumer.receive(0.5) is not None:
+            pass
+
+
+def run_queue(factory: ConnectionFactory, count: int) -> float:
+    """1 -> 1 NON_PERSISTENT: messages/s, first send to last receive."""
+    q = Queue(_name())
+    ready, done = threading.Event(), []
+    t = threading.Thread(target=_consume, args=(factory, q, count, ready, done))
+    t.start()
+    ready.wait(10)
+    with factory.create_connection() as conn:
+        session = conn.create_session()
+        producer = session.create_producer(q)
+        producer.delivery_mode = DeliveryMode.NON_PERSISTENT
+        start = time.perf_counter()
+        for _ in range(count):
+            producer.send(session.create_text_message(BODY))
+        t.join(LIMIT_S)
+    return count / (done[0] - start)
+
+
+def run_persistent(factory: ConnectionFactory, producers: int, per_producer: int) -> float:
+    """PERSISTENT synchronous sends: messages/s over all producers (each its own connection)."""
+    q = Queue(_name())
+    conns = [factory.create_connection() for _ in range(producers)]
+    barrier = threading.Barrier(producers + 1)
+    finished: list[float] = []
+
+    def produce(i: int) -> None:
+        session = conns[i].create_session()
+        producer = session.create_producer(q)
+        message = session.create_text_message(BODY)
+        barrier.wait()
+        for _ in range(per_producer):
+            producer.send(message)
+        finished.append(time.perf_counter())
+
+    threads = [threading.Thread(target=produce, args=(i,)) for i in range(producers)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for t in threads:
+        t.join(LIMIT_S)
+    elapsed = max(finished) - start
+    for conn in conns:
+        conn.close()
+    _drain(factory, q)
+    return producers * per_producer / elapsed
+
+
+def run_shared(factory: ConnectionFactory, threads: int, per_thread: int) -> float:
+    """NON_PERSISTENT synchronous sends from ``threads`` sessions of one connection."""
+    q = Queue(_name())
+    with factory.create_connection() as conn:
+        sessions = [conn.create_session() for _ in range(threads)]
+        barrier = threading.Barrier(threads + 1)
+
+        def produce(session: Session) -> None:
+            producer = session.create_producer(q)
+            producer.delivery_mode = DeliveryMode.NON_PERSISTENT
+            message = session.create_text_message(BODY)
+            barrier.wait()
+            for _ in range(per_thread):
+                producer.send(message)
+
+        workers = [threading.Thread(target=produce, args=(s,)) for s in sessions]
+        for t in workers:
+            t.start()
+        barrier.wait()
+        start = time.perf_counter()
+        for t in workers:
+            t.join(LIMIT_S)
+        elapsed = time.perf_counter() - start
+    _drain(factory, q)
+    return threads * per_thread / elapsed
+
+
+def run_topic(factory: ConnectionFactory, count: int, subscribers: int = 4) -> float:
+    """Messages published per second until every subscriber has all of them."""
+    topic = Topic(_name())
+    done: list[float] = []
+    threads = []
+    for _ in range(subscribers):
+        ready = threading.Event()
+        t = threading.Thread(target=_consume, args=(factory, topic, count, ready, done))
+        t.start()
+        ready.wait(10)
+        threads.append(t)
+    with factory.create_connection() as conn:
+        session = conn.create_session()
+        producer = session.create_producer(topic)
+        producer.delivery_mode = DeliveryMode.NON_PERSISTENT
+        start = time.perf_counter()
+        for _ in range(count):
+            producer.send(session.create_text_message(BODY))
+        for t in threads:
+            t.join(LIMIT_S)
+    return count / (max(done) - start)
+
+
+def run_latency(factory: ConnectionFactory, rate: float, seconds: float) -> list[float]:
+    """Latencies (ms) of ``rate`` msg/s for ``seconds``, from each scheduled send time."""
+    q = Queue(_name())
+    count = int(rate * seconds)
+    latencies: list[float] = []
+    ready = threading.Event()
+
+    def consume() -> None:
+        with factory.create_connection() as conn:
+            consumer = conn.create_session().create_consumer(q)
+            conn.start()
+            ready.set()
+            deadline = time.monotonic() + seconds + LIMIT_S
+            while len(latencies) < count and time.monotonic() < deadline:
+                m = consumer.receive(1.0)
+                if m is not None:
+                    now = time.perf_counter_ns()
+                    latencies.append((now - m.get_long_property(SENT_AT)) / 1e6)
+
+    t = threading.Thread(target=consume)
+    t.start()
+    ready.wait(10)
+    with factory.create_connection() as conn:
+        session = conn.create_session()
+        producer = session.create_producer(q)
+        producer.delivery_mode = DeliveryMode.NON_PERSISTENT
+        period_ns = int(1e9 / rate)
+        t0 = time.perf_counter_ns() + 10_000_000
+        for i in range(count):
+            due = t0 + i * period_ns
+            wait = (due - time.perf_counter_ns()) / 1e9
+            if wait > 0:
+                time.sleep(wait)
+            m = session.create_text_message(BODY)
+            m.set_long_property(SENT_AT, due)
+            producer.send(m)
+        t.join(seconds + LIMIT_S)
+    return latencies
+
+
+def run_rtt(count: int = 5000) -> float:
+    """Microseconds per round trip of a 300-byte TCP echo between two Python processes."""
+    code = (
+        "import socket,sys\n"
+        "l=socket.socket();l.bind(('127.0.0.1',0));l.listen(1)\n"
+        "print(l.getsockname()[1],flush=True)\n"
+        "s,_=l.accept();s.setsockopt(socket.IPPROTO_TCP,socket.TCP_NODELAY,1)\n"
+        "while (d:=s.recv(65536)):s.sendall(d)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            payload = b"x" * 300
+            start = time.perf_counter()
+            for _ in range(count):
+                s.sendall(payload)
+                got = 0
+                while got < len(payload):
+                    got += len(s.recv(65536))
+            return (time.perf_counter() - start) / count * 1e6
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def _percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Start a server, run every scenario and print medians."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--count", type=int, default=10_000, help="messages per np 1->1 run")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--rate", type=float, default=2000.0, help="offered rate of the latency run")
+    ap.add_argument("--latency-seconds", type=float, default=10.0)
+    args = ap.parse_args(argv)
+    print(f"tcp echo round trip (the floor of a synchronous send): {run_rtt():.0f} us")
+    with server() as url:
+        factory = ConnectionFactory(url)
+        print(f"server: ternmq serve at {url} (python {sys.version.split()[0]})")
+        scenarios = {
+            "np 1->1 (sync sends)": lambda: run_queue(factory, args.count),
+            "persistent x1 (sync sends)": lambda: run_persistent(factory, 1, args.count // 10),
+            "persistent x64 (sync sends)": lambda: run_persistent(factory, 64, args.count // 100),
+            "np x64 threads, one connection": lambda: run_shared(factory, 64, args.count // 64),
+            "topic 1->4 (published/s)": lambda: run_topic(factory, args.count // 4),
+        }
+        for name, fn in scenarios.items():
+            rates = [fn() for _ in range(args.repeat)]
+            print(
+                f"{name:30s} median {statistics.median(rates):>8,.0f} msg/s  "
+                f"(min {min(rates):,.0f}, max {max(rates):,.0f}, n={args.repeat})"
+            )
+        lat = run_latency(factory, args.rate, args.latency_seconds)
+        print(
+            f"latency at {args.rate:,.0f} msg/s offered ({len(lat):,} messages, np): "
+            f"p50 {_percentile(lat, 50):.2f} ms  p99 {_percentile(lat, 99):.2f} ms  "
+            f"p99.9 {_percentile(lat, 99.9):.2f} ms  max {max(lat):.2f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
