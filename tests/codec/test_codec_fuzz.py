@@ -272,3 +272,15 @@ def test_encoding_refuses_what_cannot_be_carried() -> None:
         encode_message(m)
     with pytest.raises(MessageCodecError):
         encode_message("not a message")  # type: ignore[arg-type]
+
+
+def test_fast_path_errors_read_like_the_generic_ones() -> None:
+    """Once a property set has a specialised decoder (seen twice), a bad value in that set
+    is still reported with the generic explanation: the text does not depend on the cache."""
+    good = wire(**props(warm=(5, 7)))
+    decode_message(good)
+    decode_message(good)
+    decode_message(good)  # now decoded by the specialised decoder
+    with pytest.raises(MessageDecodeError) as caught:
+        decode_message(wire(**props(warm=(5, 2**31))))
+    assert "range" in str(caught.value).lower(), str(caught.value)

@@ -210,6 +210,8 @@ class Broker:
         self._pending: collections.deque[list[Any]] = collections.deque()
         self._tokens = itertools.count(1)
         self._to_page: list[Stored] = []
+        self._completed: collections.deque[tuple[int, BaseException | None]] = collections.deque()
+        self._completion_posted = False
         self._out: list[tuple[BrokerConnection, c.Command]] = []
         self._dirty: set[MessageQueue] = set()
         self._timers: list[tuple[int, int, MessageQueue | None]] = []
@@ -240,7 +242,25 @@ class Broker:
         fn()
 
     def _on_store_completion(self, token: int, error: BaseException | None) -> None:
-        self.run_in_owner(lambda: self.store_done(token, error))
+        # Called on the store's thread. Completions of one group commit arrive together:
+        # queue them and enter the owner context once for all of them.
+        self._completed.append((token, error))
+        if not self._completion_posted:
+            self._completion_posted = True
+            self.run_in_owner(self._apply_completions)
+
+    def _apply_completions(self) -> None:
+        self._completion_posted = False
+        completed = self._completed
+        pending = self._pending
+        while completed:
+            token, error = completed.popleft()
+            for group in pending:
+                if group[0] == token:
+                    group[1] = True
+                    group[2] = error
+                    break
+        self._release_done()
 
     def connect(self, emit: Emit) -> BrokerConnection:
         """Open the broker side of a connection whose output goes to ``emit``."""

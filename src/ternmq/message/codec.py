@@ -849,10 +849,11 @@ def decode_message(
     if plan is not None and memoryview(props_raw)[: len(plan[2])] == plan[2]:
         try:
             props = plan[0].decode(props_raw)
-        except msgspec.ValidationError as exc:
-            raise _translate_properties(exc, kind, limits) from None
-        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-            raise _bad(kind, f"properties: {exc}") from None
+        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+            # Rejected by the fast path: let the generic path say why, so the error text
+            # does not depend on which path ran (only the error case pays twice).
+            decoding.properties(kind, key, props_raw)
+            raise _bad(kind, "properties: rejected by the property decoder") from None
         if plan[3]:
             _check_float_properties(kind, props, plan[3])
         types = plan[1].copy()
