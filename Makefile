@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv install run test lint typecheck unit catalog-coverage bench clean
+.PHONY: venv install run demo test lint typecheck unit catalog-coverage bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ venv install: $(STAMP)
 ## make run: start the network broker (ternmq serve; data in ./data, port 61616)
 run: $(STAMP)
 	$(VENV)/bin/ternmq serve
+
+## make demo: a short tour on an embedded broker (no server needed)
+demo: $(STAMP)
+	$(VENV)/bin/ternmq demo
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
