@@ -36,10 +36,9 @@ import time
 import uuid
 from collections.abc import Iterator
 
+from _common import BODY, LIMIT_S, consume
 from ternmq import ConnectionFactory, DeliveryMode, Queue, Session, Topic
 
-BODY = "x" * 256
-LIMIT_S = 60.0
 SENT_AT = "bench_sent_ns"
 
 
@@ -85,25 +84,6 @@ def _name() -> str:
     return f"bench-{uuid.uuid4().hex[:8]}"
 
 
-def _consume(
-    factory: ConnectionFactory,
-    dest: Queue | Topic,
-    count: int,
-    ready: threading.Event,
-    done: list[float],
-) -> None:
-    with factory.create_connection() as conn:
-        consumer = conn.create_session().create_consumer(dest)
-        conn.start()
-        ready.set()
-        deadline = time.monotonic() + LIMIT_S
-        got = 0
-        while got < count and time.monotonic() < deadline:
-            if consumer.receive(1.0) is not None:
-                got += 1
-        done.append(time.perf_counter())
-
-
 def _drain(factory: ConnectionFactory, q: Queue) -> None:
     with factory.create_connection() as conn:
         consumer = conn.create_session(False, Session.DUPS_OK_ACKNOWLEDGE).create_consumer(q)
@@ -116,7 +96,7 @@ def run_queue(factory: ConnectionFactory, count: int) -> float:
     """1 -> 1 NON_PERSISTENT: messages/s, first send to last receive."""
     q = Queue(_name())
     ready, done = threading.Event(), []
-    t = threading.Thread(target=_consume, args=(factory, q, count, ready, done))
+    t = threading.Thread(target=consume, args=(factory, q, count, ready, done))
     t.start()
     ready.wait(10)
     with factory.create_connection() as conn:
@@ -194,7 +174,7 @@ def run_topic(factory: ConnectionFactory, count: int, subscribers: int = 4) -> f
     threads = []
     for _ in range(subscribers):
         ready = threading.Event()
-        t = threading.Thread(target=_consume, args=(factory, topic, count, ready, done))
+        t = threading.Thread(target=consume, args=(factory, topic, count, ready, done))
         t.start()
         ready.wait(10)
         threads.append(t)

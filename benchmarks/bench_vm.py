@@ -18,32 +18,8 @@ import threading
 import time
 import uuid
 
+from _common import BODY, LIMIT_S, consume
 from ternmq import ConnectionFactory, DeliveryMode, EmbeddedBroker, Queue, Session, Topic
-
-BODY = "x" * 256
-LIMIT_S = 60.0
-
-
-def _consume(
-    factory: ConnectionFactory,
-    dest: Queue | Topic,
-    count: int,
-    ready: threading.Event,
-    done: list[float],
-    mode: int = Session.AUTO_ACKNOWLEDGE,
-) -> None:
-    conn = factory.create_connection()
-    session = conn.create_session(False, mode)
-    consumer = session.create_consumer(dest)
-    conn.start()
-    ready.set()
-    deadline = time.monotonic() + LIMIT_S
-    got = 0
-    while got < count and time.monotonic() < deadline:
-        if consumer.receive(1.0) is not None:
-            got += 1
-    done.append(time.perf_counter())
-    conn.close()
 
 
 def run_queue(count: int, transacted: bool = False) -> float:
@@ -52,7 +28,7 @@ def run_queue(count: int, transacted: bool = False) -> float:
         factory = ConnectionFactory(broker.url)
         q = Queue("bench")
         ready, done = threading.Event(), []
-        t = threading.Thread(target=_consume, args=(factory, q, count, ready, done))
+        t = threading.Thread(target=consume, args=(factory, q, count, ready, done))
         t.start()
         ready.wait(10)
         conn = factory.create_connection()
@@ -80,7 +56,7 @@ def run_topic(count: int, subscribers: int = 4) -> float:
         threads = []
         for _ in range(subscribers):
             ready = threading.Event()
-            t = threading.Thread(target=_consume, args=(factory, topic, count, ready, done))
+            t = threading.Thread(target=consume, args=(factory, topic, count, ready, done))
             t.start()
             ready.wait(10)
             threads.append(t)

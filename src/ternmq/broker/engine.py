@@ -5,9 +5,9 @@ Theory of operation
 -------------------
 :class:`Broker` is plain synchronous code: it owns no thread, socket or lock. One caller at a
 time feeds it requests (:meth:`Broker.handle`) and time (:meth:`Broker.tick`); the embedded
-transport serialises callers with a lock, the network server (later) runs it on its event
-loop. Everything it says goes out through each connection's ``emit`` callback, after the
-request's store batch has been written, events first and the reply last.
+transport serialises callers with a lock, the network server runs it on its event loop.
+Everything it says goes out through each connection's ``emit`` callback, after the request's
+store batch has been written, events first and the reply last.
 
 Delivery follows JMS 2.0 §4.4 and §6: a queue dispatches each message to one consumer,
 round-robin among consumers that have prefetch credit (PTP-04) and whose selector matches
@@ -27,6 +27,8 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from ternmq._version import __version__
 from ternmq.broker._queue import GONE, INFLIGHT, Entry, MessageQueue, Stored
 from ternmq.broker.clock import Clock, SystemClock
@@ -36,12 +38,14 @@ from ternmq.errors import (
     IllegalStateException,
     InvalidClientIDException,
     InvalidDestinationException,
-    InvalidSelectorException,
     JMSException,
     JMSSecurityException,
     ResourceAllocationException,
+    TransactionRolledBackException,
 )
 from ternmq.message import Message
+from ternmq.message._types import T
+from ternmq.message.codec import decode_message, encode_message
 from ternmq.protocol import commands as c
 from ternmq.selector import Selector, compile_selector
 from ternmq.store import (
@@ -74,7 +78,7 @@ class _Session:
         self.conn = conn
         self.transacted = transacted
         self.outstanding: dict[int, Entry] = {}
-        self.tx_sends: list[tuple[c.Send, int]] = []
+        self.tx_sends: list[c.Send] = []
         self.consumers: dict[int, _Consumer] = {}
 
 
@@ -404,11 +408,6 @@ class Broker:
 
     def _stamp_user(self, conn: BrokerConnection, req: c.Send) -> c.Send:
         """JMSXUserID is the connection's user, whatever the client put there (PROP-23)."""
-        import msgspec
-
-        from ternmq.message._types import T
-        from ternmq.message.codec import decode_message, encode_message
-
         msg = decode_message(req.message)
         if conn.user is None:
             if "JMSXUserID" not in msg._properties:
@@ -606,9 +605,7 @@ class Broker:
             key, topic, sel_text, selector, no_local, True, shared, conn.client_id, conn, q
         )
         self.durable[key] = sub
-        self.topics.setdefault(topic, []).append(sub)
-        if subs is not self.topics[topic]:
-            pass
+        subs.append(sub)
         self._ops.append(
             AddSubscription(store_key, conn.client_id, name, str(topic), sel_text, no_local, shared)
         )
@@ -710,7 +707,7 @@ class Broker:
         if self.populate_user_id:
             req = self._stamp_user(conn, req)
         if s.transacted:
-            s.tx_sends.append((req, self.clock.now_ms()))
+            s.tx_sends.append(req)
             return c.Ok(corr=req.corr)
         if self._blocked and self._blocks(dest):
             self._block(conn, dest, req)  # keep the order of blocked senders
@@ -952,7 +949,7 @@ class Broker:
         added: list[Entry] = []
         self._tx_added = added
         try:
-            for send, _ in sends:
+            for send in sends:
                 self._publish(conn, self._dest(send.destination), send)
         except JMSException as exc:
             for entry in added:  # all or nothing (TX-02): take back what this commit enqueued
@@ -962,8 +959,6 @@ class Broker:
             self._to_page.clear()
             # The deliveries stay outstanding: the client answers with ``Rollback``, whose
             # ``Released`` reply tells it which buffered deliveries to drop (TX-04, TX-06).
-            from ternmq.errors import TransactionRolledBackException
-
             raise TransactionRolledBackException(
                 f"the transaction was rolled back: {exc}", linked_exception=exc
             ) from exc
@@ -1293,9 +1288,6 @@ class Broker:
         self, e: Entry, target: str, extra: dict[str, str | int], clear_expiry: bool = False
     ) -> None:
         """Copy an entry's message into queue ``target`` with its origin recorded."""
-        from ternmq.message._types import T
-        from ternmq.message.codec import decode_message, encode_message
-
         msg = decode_message(self._data(e))
         msg._properties["JMS_TernMQ_OriginalDestination"] = e.queue.name
         msg._property_types["JMS_TernMQ_OriginalDestination"] = T.STRING
@@ -1334,8 +1326,6 @@ class Broker:
         """The decoded message of ``e`` for selectors (not cached while paged out)."""
         if e.stored.data is not None:
             return e.stored.view()
-        from ternmq.message.codec import decode_message
-
         return decode_message(self._data(e))
 
     def _queue_any(self, name: str) -> MessageQueue:
@@ -1381,7 +1371,7 @@ class Broker:
 
         With a synchronous store the batch is written now and the output leaves at once. With
         an asynchronous one the output (replies, deliveries) waits until the batch is durable
-        (:meth:`store_done`); output of later requests queues behind it, so every connection
+        (:meth:`_apply_completions`); output of later requests queues behind it, so every connection
         sees events and replies in the order the broker produced them.
         """
         ops, out = self._ops, self._out
@@ -1405,17 +1395,6 @@ class Broker:
         else:
             for conn, cmd in out:
                 conn.emit(cmd)
-
-    def store_done(self, token: int, error: BaseException | None) -> None:
-        """The store finished batch ``token``: release the output that waited for it.
-
-        Called in the broker's owner context (the host posts the store's completions)."""
-        for group in self._pending:
-            if group[0] == token:
-                group[1] = True
-                group[2] = error
-                break
-        self._release_done()
 
     def _release_done(self) -> None:
         pending = self._pending
@@ -1488,7 +1467,6 @@ class Broker:
                     self._add_timer(m.delivery_time, q_or_none)
                 if m.expiration and self._reaper_due is None:
                     self._reaper_due = now + round(self.config.expiry_scan_interval * 1000)
-                del e
 
 
 def _queue_counts(q: MessageQueue) -> tuple[int, int, int, int]:
@@ -1551,5 +1529,3 @@ Broker._handlers = {
     c.Stat: Broker._on_stat,
     c.Purge: Broker._on_purge,
 }
-
-_ = InvalidSelectorException  # raised by compile_selector through this module

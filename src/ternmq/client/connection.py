@@ -15,7 +15,6 @@ from __future__ import annotations
 import enum
 import itertools
 import logging
-import os
 import queue
 import threading
 import uuid
@@ -510,6 +509,3 @@ class Connection:
             return  # deleted with the connection: a second delete is a no-op (TMP-05, TMP-07)
         check_reply(self.request(c.DeleteTemporary(destination=str(dest))))
         self._temporaries.discard(dest)
-
-
-_ = os

@@ -233,12 +233,6 @@ class MessageProducer:
     ) -> None:
         session = self._session
         conn = session._connection
-        if (
-            dest.is_temporary
-            and getattr(dest, "_owner", None) is None
-            and dest in conn._temporaries
-        ):
-            pass
         now = conn.clock.now_ms()
         message._destination = dest
         message._delivery_mode = mode

@@ -25,7 +25,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ternmq.client._util import check_reply
 from ternmq.destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
@@ -773,6 +773,3 @@ class Session:
 
     def __repr__(self) -> str:
         return f"<Session {self._id} mode={self._mode}{' closed' if self._closed else ''}>"
-
-
-_ = Any

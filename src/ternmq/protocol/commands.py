@@ -9,7 +9,7 @@ causes is emitted before its reply: a ``Pull`` that finds a message emits the ``
 and the ``Ok`` after it, so a client that waits for the reply then looks at its buffer sees it.
 
 The embedded ``vm://`` transport hands these values to the broker without sockets; the network
-transport (a later issue) gives them a byte encoding. Both therefore share every semantic line.
+transport sends them as frames (``frames.py``). Both therefore share every semantic line.
 
 Delivery bookkeeping (JMS 2.0 §4.4.11, §4.4.13, §3.5.11):
 - every ``Deliver`` has a connection-wide ``delivery_id``;

@@ -197,21 +197,10 @@ class NativeConnection(asyncio.Protocol):
         was = self.state
         self.state = State.CLOSED
         self._cancel_timers()
-        broker = self.server.broker
-        if self.conn is not None and broker is not None and not self.conn.closed:
-            broker.drop_connection(self.conn)
-            self.server.rearm()
+        self._drop_broker_side()
         self.server.connections.discard(self)
         if was is not State.CLOSED:
-            log_event(
-                log,
-                logging.INFO,
-                "connection_closed",
-                peer=self.peer,
-                conn=self._conn_id,
-                user=self.user,
-                reason=str(exc) if exc else "closed by the client",
-            )
+            self._log_closed(str(exc) if exc else "closed by the client")
         if not self.closed.done():
             self.closed.set_result(None)
 
@@ -488,16 +477,24 @@ class NativeConnection(asyncio.Protocol):
         if self._handshake_timer is not None:
             self._handshake_timer.cancel()
             self._handshake_timer = None
-        broker = self.server.broker
-        if drop and self.conn is not None and broker is not None and not self.conn.closed:
-            broker.drop_connection(self.conn)
-            self.server.rearm()
+        if drop:
+            self._drop_broker_side()
         self._flush()
         t = self.transport
         if t is not None:
             t.close()
             # A peer that never reads would keep the socket open forever: abort it.
             self._abort_timer = self.loop.call_later(self._limits.shutdown_grace, t.abort)
+        self._log_closed(reason)
+
+    def _drop_broker_side(self) -> None:
+        """Release what the broker holds for this connection (REL-10), once."""
+        broker = self.server.broker
+        if self.conn is not None and broker is not None and not self.conn.closed:
+            broker.drop_connection(self.conn)
+            self.server.rearm()
+
+    def _log_closed(self, reason: str) -> None:
         log_event(
             log,
             logging.INFO,

@@ -11,8 +11,8 @@ at a time. Replies and events leave through callbacks that only append to client
 
 Why not a broker thread that takes requests from a queue? Every request would then cost two
 thread hand-offs (each a GIL hand-over, tens of microseconds); calling under a lock costs a
-lock acquire. The engine is the same either way, and the asyncio server of the network
-transport will own it from its event loop instead.
+lock acquire. The engine is the same either way; the network server (``ternmq.server``) owns
+it from its asyncio event loop instead.
 
 Time-driven work (delivery delay, redelivery delay, the expiry reaper) runs on one timer
 thread that exists only while something is pending, so an idle embedded broker holds no
@@ -146,9 +146,9 @@ class EmbeddedBroker:
         with self._owner():
             broker, self.broker = self.broker, None
             if broker is not None:
-                self._drain(broker)
+                self._drain()
                 broker.shutdown()
-                self._drain(broker)  # completions the store reported while closing
+                self._drain()  # completions the store reported while closing
         if self.data_dir is not None:
             self._store = None  # a restart reopens the directory (and recovers from it)
         with self._timer_wake:
@@ -173,7 +173,7 @@ class EmbeddedBroker:
             broker = self.broker
             if broker is None:
                 raise JMSException(f"the embedded broker {self.url} is stopped")
-            self._drain(broker)  # earlier one-way requests first: per-connection order holds
+            self._drain()  # earlier one-way requests first: per-connection order holds
             broker.handle(conn, req)
             deadline = broker.next_deadline()
         if self._posted:
@@ -216,15 +216,15 @@ class EmbeddedBroker:
     def _try_drain(self) -> None:
         while self._posted and self.lock.acquire(blocking=False):
             try:
-                broker = self.broker
-                if broker is None:
+                if self.broker is None:
                     self._posted.clear()
                 else:
-                    self._drain(broker)
+                    self._drain()
             finally:
                 self.lock.release()
 
-    def _drain(self, broker: Broker) -> None:
+    def _drain(self) -> None:
+        """Run everything posted so far, in order (the caller holds the lock)."""
         posted = self._posted
         while posted:
             posted.popleft()()

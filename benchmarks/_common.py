@@ -1,0 +1,32 @@
+"""Pieces shared by the end-to-end benchmarks."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from ternmq import ConnectionFactory, Queue, Session, Topic
+
+BODY = "x" * 256  # the 256-byte TextMessage body every throughput figure uses
+LIMIT_S = 60.0  # no run waits longer than this for its messages
+
+
+def consume(
+    factory: ConnectionFactory,
+    dest: Queue | Topic,
+    count: int,
+    ready: threading.Event,
+    done: list[float],
+    mode: int = Session.AUTO_ACKNOWLEDGE,
+) -> None:
+    """Receive ``count`` messages (or give up after LIMIT_S), then append the finish time."""
+    with factory.create_connection() as conn:
+        consumer = conn.create_session(False, mode).create_consumer(dest)
+        conn.start()
+        ready.set()
+        deadline = time.monotonic() + LIMIT_S
+        got = 0
+        while got < count and time.monotonic() < deadline:
+            if consumer.receive(1.0) is not None:
+                got += 1
+        done.append(time.perf_counter())
