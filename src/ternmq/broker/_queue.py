@@ -137,6 +137,7 @@ class MessageQueue:
         self.durable = durable
         self.policy = policy
         self.last_seq = 0
+        self.reserved = 0  # positions reserved in the store (durable queues, _sequenced.py)
         self._ready: list[OrderedDict[int, Entry]] = [OrderedDict() for _ in range(10)]
         self.ready_count = 0
         self.scheduled: list[tuple[int, int, Entry]] = []

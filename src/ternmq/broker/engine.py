@@ -25,12 +25,13 @@ import dataclasses
 import heapq
 import itertools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
 from ternmq._version import __version__
 from ternmq.broker._queue import GONE, INFLIGHT, Entry, MessageQueue, Stored
+from ternmq.broker._sequenced import HANDLERS, SEQ_RESERVE_BLOCK, StagedTx
 from ternmq.broker.clock import Clock, SystemClock
 from ternmq.broker.config import BrokerConfig
 from ternmq.destination import Destination, TemporaryQueue, TemporaryTopic, destination
@@ -55,6 +56,7 @@ from ternmq.store import (
     Op,
     RemoveMessage,
     RemoveSubscription,
+    ReserveSeq,
     SetDeliveryCount,
     Store,
 )
@@ -67,6 +69,7 @@ Authorizer = Callable[[str | None, str, str], bool]
 # Called before every request; a JMSException it raises becomes that request's Error reply.
 RequestCheck = Callable[["BrokerConnection", c.Request], None]
 MAX_NAME = 255
+_SendT = TypeVar("_SendT", c.Send, c.StagedSend)
 MAX_CLIENT_ID = 256  # CONN-08: longer ids, and ids with control characters, are refused
 
 
@@ -226,6 +229,11 @@ class Broker:
         )
         self._dest_cache: dict[str, Destination] = {}
         self._tx_added: list[Entry] | None = None  # entries a commit in progress enqueued
+        # Sequence access (_sequenced.py): reserved positions per durable key, staged
+        # transactions by txid, last committed batch per sink.
+        self._reserved: dict[str, int] = {}
+        self._staged: dict[str, StagedTx] = {}
+        self._sinks: dict[str, int] = {}
         self.total_bytes = 0
         self.recovered: dict[str, int] = {}  # what _recover found (the host logs it)
         self.dead_lettered = 0
@@ -348,9 +356,18 @@ class Broker:
 
     def _new_queue(self, dest: Destination, owner: BrokerConnection | None = None) -> MessageQueue:
         text = str(dest)
-        q = MessageQueue(text, not dest.is_temporary, self.config.policy_for(text), text)
+        q = self._durable_queue(text, text) if not dest.is_temporary else None
+        if q is None:
+            q = MessageQueue(text, False, self.config.policy_for(text), text)
         q.owner = owner
         self.queues[dest] = q
+        return q
+
+    def _durable_queue(self, key: str, name: str) -> MessageQueue:
+        """A new durable queue or subscription queue: its positions continue above what the
+        store says it reserved before (monotonic across restarts and re-creation)."""
+        q = MessageQueue(key, True, self.config.policy_for(name), name)
+        q.last_seq = q.reserved = self._reserved.get(key, 0)
         return q
 
     def _queue(self, dest: Destination, create: bool = True) -> MessageQueue:
@@ -406,7 +423,7 @@ class Broker:
                     f"ask the broker's administrator for the {act!r} permission"
                 )
 
-    def _stamp_user(self, conn: BrokerConnection, req: c.Send) -> c.Send:
+    def _stamp_user(self, conn: BrokerConnection, req: _SendT) -> _SendT:
         """JMSXUserID is the connection's user, whatever the client put there (PROP-23)."""
         msg = decode_message(req.message)
         if conn.user is None:
@@ -600,7 +617,7 @@ class Broker:
             self._delete_subscription(sub)
         self._authorize(conn, "create", topic)  # a new durable subscription (EXC-06)
         store_key = _sub_store_key(conn.client_id, name, shared)
-        q = MessageQueue(store_key, True, policy, str(topic))
+        q = self._durable_queue(store_key, str(topic))
         sub = _Subscription(
             key, topic, sel_text, selector, no_local, True, shared, conn.client_id, conn, q
         )
@@ -764,7 +781,9 @@ class Broker:
             if req.corr:
                 self._out.append((conn, c.Ok(corr=req.corr)))
 
-    def _publish(self, conn: BrokerConnection, dest: Destination, req: c.Send) -> None:
+    def _publish(
+        self, conn: BrokerConnection, dest: Destination, req: c.Send | c.StagedSend
+    ) -> None:
         """Route one message to its queue or to every admitting subscription, all or none."""
         stored = Stored(
             req.message,
@@ -825,6 +844,10 @@ class Broker:
         if self._tx_added is not None:
             self._tx_added.append(e)
         self.total_bytes += e.held
+        if q.durable and e.seq > q.reserved - SEQ_RESERVE_BLOCK // 2:
+            q.reserved = e.seq + SEQ_RESERVE_BLOCK
+            self._reserved[q.key] = q.reserved
+            self._ops.append(ReserveSeq(q.key, q.reserved))
         if stored.persistent and q.durable:
             self._ops.append(
                 AddMessage(
@@ -1414,10 +1437,31 @@ class Broker:
         # A disk store recovers an index only: bodies stay on disk until delivered (PSF-07).
         state = self.store.load(with_data=self.store.synchronous)
         now = self.clock.now_ms()
+        self._reserved = dict(state.sequences)
+        self._sinks = dict(state.sinks)
+        for q in self.queues.values():  # declared in the config, made before the store was read
+            if q.durable:
+                q.last_seq = q.reserved = max(q.last_seq, self._reserved.get(q.key, 0))
+        for r in state.staged:
+            tx = self._staged.get(r.txid)
+            if tx is None:
+                tx = self._staged[r.txid] = StagedTx(r.sink_id, r.batch_id)
+            tx.sends.append(
+                c.StagedSend(
+                    destination=r.destination,
+                    message=r.data,
+                    persistent=r.persistent,
+                    priority=r.priority,
+                    expiration=r.expiration,
+                    delivery_time=r.delivery_time,
+                    group_id=r.group_id,
+                    group_seq=r.group_seq,
+                )
+            )
         for rec in state.subscriptions:
             topic = destination(rec.topic)
             selector = compile_selector(rec.selector)
-            q = MessageQueue(rec.dest, True, self.config.policy_for(rec.topic), rec.topic)
+            q = self._durable_queue(rec.dest, rec.topic)
             sub = _Subscription(
                 (rec.client_id, rec.name),
                 topic,
@@ -1442,6 +1486,7 @@ class Broker:
             "redelivered": sum(
                 1 for m in state.messages.values() for r in m if r.delivery_count > 0
             ),
+            "staged transactions": len(self._staged),
         }
         by_key = {sub.queue.key: sub.queue for sub in self.durable.values()}
         for key, msgs in state.messages.items():
@@ -1528,4 +1573,5 @@ Broker._handlers = {
     c.Unsubscribe: Broker._on_unsubscribe,
     c.Stat: Broker._on_stat,
     c.Purge: Broker._on_purge,
+    **HANDLERS,
 }

@@ -27,13 +27,17 @@ from typing import Literal
 import msgspec
 
 __all__ = [
+    "AbortStaged",
     "Ack",
+    "AckUpto",
+    "Bounds",
     "Browse",
     "BrowseResult",
     "CloseConsumer",
     "CloseSession",
     "Command",
     "Commit",
+    "CommitStaged",
     "Connect",
     "Connected",
     "ConnectionFailed",
@@ -50,7 +54,10 @@ __all__ = [
     "Expired",
     "Ok",
     "Pull",
+    "GetBounds",
     "Purge",
+    "RangeResult",
+    "ReadRange",
     "Release",
     "Released",
     "Reply",
@@ -58,8 +65,11 @@ __all__ = [
     "Rollback",
     "Send",
     "SetClientId",
+    "Stage",
+    "StagedSend",
     "Stat",
     "StatResult",
+    "StagedResult",
     "SubscriptionStat",
     "Unsubscribe",
 ]
@@ -237,6 +247,88 @@ class Purge(_Request, frozen=True, kw_only=True, tag=True):
     destination: str
 
 
+# ---- sequence-number access (log reads, cumulative ack, staged publish) --------------------
+# A queue or a durable subscription is also a log: every message it takes gets the next
+# sequence number of that destination (monotonic across restarts, not dense). These requests
+# read it by position without consuming, acknowledge everything up to a position, and publish
+# in two phases (staged, then committed once per (sink, batch)). See docs/protocol.md.
+
+
+class GetBounds(_Request, frozen=True, kw_only=True, tag=True):
+    """Positions of a queue (or of the durable subscription ``subscription`` of a topic, for
+    this connection's client id). Answered by ``Bounds``. With ``after`` and ``max_messages``
+    the ``latest`` returned is at most the position of the ``max_messages``-th held message
+    after ``after`` (admission control)."""
+
+    destination: str
+    subscription: str | None = None
+    after: int | None = None
+    max_messages: int | None = None
+
+
+class ReadRange(_Request, frozen=True, kw_only=True, tag=True):
+    """Read, without consuming, up to ``limit`` messages (and about ``max_bytes``) held with
+    ``after < seq <= upto``, in sequence order. Answered by ``RangeResult``."""
+
+    destination: str
+    after: int
+    upto: int
+    subscription: str | None = None
+    selector: str | None = None
+    limit: int = 10_000
+    max_bytes: int = 4 * 1024 * 1024
+
+
+class AckUpto(_Request, frozen=True, kw_only=True, tag=True):
+    """Acknowledge every held message with ``seq <= upto`` (matching ``selector`` if given)
+    that is not in flight to a consumer. Answered by ``Ok`` whose value is the count removed."""
+
+    destination: str
+    upto: int
+    subscription: str | None = None
+    selector: str | None = None
+
+
+class StagedSend(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """One message of a ``Stage`` request (the routing fields of ``Send``)."""
+
+    destination: str
+    message: bytes
+    persistent: bool = True
+    priority: int = 4
+    expiration: int = 0
+    delivery_time: int = 0
+    group_id: str | None = None
+    group_seq: int = 0
+
+
+class Stage(_Request, frozen=True, kw_only=True, tag=True):
+    """Add messages to staged transaction ``txid`` of ``(sink_id, batch_id)``: durable (when
+    persistent) and invisible until ``CommitStaged``. Answered by ``Ok`` once durable."""
+
+    sink_id: str
+    batch_id: int
+    txid: str
+    messages: list[StagedSend] = msgspec.field(default_factory=list)
+
+
+class CommitStaged(_Request, frozen=True, kw_only=True, tag=True):
+    """Publish the staged transactions ``txids`` atomically and record ``(sink_id,
+    batch_id)``; a batch id at or below the sink's last committed one publishes nothing.
+    Staged transactions of the sink with a batch id at or below ``batch_id`` that are not
+    listed (orphans of failed attempts) are dropped. Answered by ``StagedResult``."""
+
+    sink_id: str
+    batch_id: int
+    txids: list[str] = msgspec.field(default_factory=list)
+
+
+class AbortStaged(_Request, frozen=True, kw_only=True, tag=True):
+    """Drop staged transactions (unknown ids are ignored). Answered by ``Ok``."""
+
+    txids: list[str] = msgspec.field(default_factory=list)
+
+
 # ---- replies -------------------------------------------------------------------------
 
 
@@ -318,6 +410,36 @@ class StatResult(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like
     destinations: list[DestinationStat] = msgspec.field(default_factory=list)
 
 
+class Bounds(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
+    """Reply to ``GetBounds``: reading ``(earliest, latest]`` gives every message held now
+    that a reader may see (a scheduled message caps ``latest`` below itself until due)."""
+
+    corr: int = 0
+    earliest: int = 0
+    latest: int = 0
+
+
+class RangeResult(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
+    """Reply to ``ReadRange``: parallel lists (sequence number, JMSXDeliveryCount, encoded
+    message), and the position to continue after (``done`` when ``upto`` was reached)."""
+
+    corr: int = 0
+    seqs: list[int] = msgspec.field(default_factory=list)
+    counts: list[int] = msgspec.field(default_factory=list)
+    messages: list[bytes] = msgspec.field(default_factory=list)
+    after: int = 0
+    done: bool = True
+
+
+class StagedResult(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
+    """Reply to ``CommitStaged``: messages published, and whether the batch had been
+    committed before (then nothing was published)."""
+
+    corr: int = 0
+    published: int = 0
+    duplicate: bool = False
+
+
 # ---- events (broker -> client, unsolicited) ---------------------------------------------
 
 
@@ -359,7 +481,23 @@ Request = (
     | Unsubscribe
     | Stat
     | Purge
+    | GetBounds
+    | ReadRange
+    | AckUpto
+    | Stage
+    | CommitStaged
+    | AbortStaged
 )
-Reply = Ok | Error | Connected | Released | BrowseResult | StatResult
+Reply = (
+    Ok
+    | Error
+    | Connected
+    | Released
+    | BrowseResult
+    | StatResult
+    | Bounds
+    | RangeResult
+    | StagedResult
+)
 Event = Deliver | ConnectionFailed
 Command = Request | Reply | Event

@@ -2,28 +2,38 @@
 
 from ternmq.store._base import (
     AddMessage,
+    AddStaged,
     AddSubscription,
     MemoryStore,
     Op,
     Recovered,
     RemoveDestination,
     RemoveMessage,
+    RemoveStaged,
     RemoveSubscription,
+    ReserveSeq,
     SetDeliveryCount,
+    SetSinkBatch,
+    StagedRecord,
     Store,
     StoredMessage,
 )
 
 __all__ = [
     "AddMessage",
+    "AddStaged",
     "AddSubscription",
     "MemoryStore",
     "Op",
     "Recovered",
     "RemoveDestination",
     "RemoveMessage",
+    "RemoveStaged",
     "RemoveSubscription",
+    "ReserveSeq",
     "SetDeliveryCount",
+    "SetSinkBatch",
+    "StagedRecord",
     "Store",
     "StoredMessage",
 ]

@@ -9,8 +9,11 @@ broker; a durable store may join concurrent batches into one transaction and one
 (group commit). On start, :meth:`Store.load` returns what survived, in order.
 
 Only state that must survive is written: PERSISTENT messages on queues and durable
-subscriptions, durable subscription definitions, delivery counts. Non-persistent messages,
-temporary destinations and non-durable subscriptions never reach the store.
+subscriptions, durable subscription definitions, delivery counts, the sequence numbers each
+destination has reserved (so that positions stay monotonic across restarts), staged
+transactions and the last committed batch of each sink (the two-phase publish of
+``broker/_sequenced.py``). Non-persistent messages, temporary destinations and non-durable
+subscriptions never reach the store.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Protocol
 
 __all__ = [
     "AddMessage",
+    "AddStaged",
     "Completion",
     "AddSubscription",
     "MemoryStore",
@@ -28,8 +32,12 @@ __all__ = [
     "Recovered",
     "RemoveDestination",
     "RemoveMessage",
+    "RemoveStaged",
     "RemoveSubscription",
+    "ReserveSeq",
     "SetDeliveryCount",
+    "SetSinkBatch",
+    "StagedRecord",
     "Store",
     "StoredMessage",
 ]
@@ -93,6 +101,56 @@ class RemoveDestination:
     dest: str
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReserveSeq:
+    """Sequence numbers of ``dest`` up to ``upto`` may have been used: after a restart the
+    destination continues above ``upto`` (positions never repeat, even for messages that
+    were never stored)."""
+
+    dest: str
+    upto: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StagedRecord:
+    """One message of a staged transaction (invisible until its batch is committed)."""
+
+    txid: str
+    n: int
+    sink_id: str
+    batch_id: int
+    destination: str
+    data: bytes
+    persistent: bool
+    priority: int
+    expiration: int
+    delivery_time: int
+    group_id: str | None
+    group_seq: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AddStaged:
+    """A message joined a staged transaction."""
+
+    record: StagedRecord
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RemoveStaged:
+    """A staged transaction was published or dropped."""
+
+    txid: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SetSinkBatch:
+    """Batch ``batch_id`` of sink ``sink_id`` is committed (later replays publish nothing)."""
+
+    sink_id: str
+    batch_id: int
+
+
 Op = (
     AddMessage
     | RemoveMessage
@@ -100,6 +158,10 @@ Op = (
     | AddSubscription
     | RemoveSubscription
     | RemoveDestination
+    | ReserveSeq
+    | AddStaged
+    | RemoveStaged
+    | SetSinkBatch
 )
 
 
@@ -119,10 +181,14 @@ class StoredMessage:
 
 @dataclasses.dataclass
 class Recovered:
-    """Everything :meth:`Store.load` found: subscriptions and messages per destination key."""
+    """Everything :meth:`Store.load` found: subscriptions and messages per destination key,
+    reserved sequence numbers, staged messages (by txid, then position) and sink batches."""
 
     subscriptions: list[AddSubscription] = dataclasses.field(default_factory=list)
     messages: dict[str, list[StoredMessage]] = dataclasses.field(default_factory=dict)
+    sequences: dict[str, int] = dataclasses.field(default_factory=dict)
+    staged: list[StagedRecord] = dataclasses.field(default_factory=list)
+    sinks: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 Completion = Callable[[int, BaseException | None], None]
@@ -182,6 +248,9 @@ class MemoryStore:
     def __init__(self) -> None:
         self._subs: dict[str, AddSubscription] = {}
         self._messages: dict[str, dict[int, StoredMessage]] = {}
+        self._sequences: dict[str, int] = {}
+        self._staged: dict[tuple[str, int], StagedRecord] = {}
+        self._sinks: dict[str, int] = {}
         self.batches = 0
 
     def write(self, ops: Sequence[Op]) -> None:
@@ -209,8 +278,17 @@ class MemoryStore:
             elif isinstance(op, RemoveSubscription):
                 self._subs.pop(op.dest, None)
                 self._messages.pop(op.dest, None)
-            else:
+            elif isinstance(op, RemoveDestination):
                 self._messages.pop(op.dest, None)
+            elif isinstance(op, ReserveSeq):
+                self._sequences[op.dest] = op.upto
+            elif isinstance(op, AddStaged):
+                self._staged[(op.record.txid, op.record.n)] = op.record
+            elif isinstance(op, RemoveStaged):
+                for key in [k for k in self._staged if k[0] == op.txid]:
+                    del self._staged[key]
+            else:
+                self._sinks[op.sink_id] = op.batch_id
 
     def submit(self, ops: Sequence[Op], token: int) -> None:
         """Not used: a synchronous store is written with :meth:`write`.
@@ -238,6 +316,9 @@ class MemoryStore:
                 for dest, msgs in self._messages.items()
                 if msgs
             },
+            sequences=dict(self._sequences),
+            staged=[rec for _, rec in sorted(self._staged.items(), key=lambda kv: kv[0])],
+            sinks=dict(self._sinks),
         )
 
     def close(self) -> None:

@@ -37,14 +37,19 @@ from typing import Literal
 from ternmq.errors import JMSException
 from ternmq.store._base import (
     AddMessage,
+    AddStaged,
     AddSubscription,
     Completion,
     Op,
     Recovered,
     RemoveDestination,
     RemoveMessage,
+    RemoveStaged,
     RemoveSubscription,
+    ReserveSeq,
     SetDeliveryCount,
+    SetSinkBatch,
+    StagedRecord,
     StoredMessage,
 )
 
@@ -52,7 +57,10 @@ __all__ = ["SqliteStore"]
 
 log = logging.getLogger("ternmq.store")
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+# Schema 2 added the sequences, staged and sinks tables; a schema-1 directory is upgraded in
+# place (the new tables start empty).
+_UPGRADABLE = ("1",)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS messages(
@@ -75,6 +83,23 @@ CREATE TABLE IF NOT EXISTS subscriptions(
     no_local INTEGER NOT NULL,
     shared INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS sequences(dest TEXT PRIMARY KEY, reserved INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS staged(
+    txid TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    sink_id TEXT NOT NULL,
+    batch_id INTEGER NOT NULL,
+    destination TEXT NOT NULL,
+    persistent INTEGER NOT NULL,
+    priority INTEGER NOT NULL,
+    expiration INTEGER NOT NULL,
+    delivery_time INTEGER NOT NULL,
+    group_id TEXT,
+    group_seq INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY(txid, n)
+);
+CREATE TABLE IF NOT EXISTS sinks(sink_id TEXT PRIMARY KEY, batch_id INTEGER NOT NULL);
 """
 
 Fsync = Literal["always", "batch"]
@@ -138,6 +163,8 @@ class SqliteStore:
             row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
             if row is None:
                 self._db.execute("INSERT INTO meta VALUES('schema', ?)", (SCHEMA_VERSION,))
+            elif row[0] in _UPGRADABLE:
+                self._db.execute("UPDATE meta SET value=? WHERE key='schema'", (SCHEMA_VERSION,))
             elif row[0] != SCHEMA_VERSION:
                 raise JMSException(
                     f"data dir {self.path} has store schema {row[0]}; this ternmq "
@@ -187,6 +214,17 @@ class SqliteStore:
             out.messages.setdefault(dest, []).append(
                 StoredMessage(
                     seq, None if data is None else bytes(data), prio, exp, dtime, gid, count, size
+                )
+            )
+        out.sequences = dict(self._db.execute("SELECT dest, reserved FROM sequences"))
+        out.sinks = dict(self._db.execute("SELECT sink_id, batch_id FROM sinks"))
+        for txid, n, sink, batch, dest, data, pers, prio, exp, dtime, gid, gseq in self._db.execute(
+            "SELECT txid, n, sink_id, batch_id, destination, data, persistent, priority, "
+            "expiration, delivery_time, group_id, group_seq FROM staged ORDER BY txid, n"
+        ):
+            out.staged.append(
+                StagedRecord(
+                    txid, n, sink, batch, dest, bytes(data), bool(pers), prio, exp, dtime, gid, gseq
                 )
             )
         return out
@@ -319,6 +357,33 @@ class SqliteStore:
                     db.execute("DELETE FROM messages WHERE dest=?", (op.dest,))
                 elif isinstance(op, RemoveDestination):
                     db.execute("DELETE FROM messages WHERE dest=?", (op.dest,))
+                elif isinstance(op, ReserveSeq):
+                    db.execute("INSERT OR REPLACE INTO sequences VALUES(?,?)", (op.dest, op.upto))
+                elif isinstance(op, AddStaged):
+                    r = op.record
+                    db.execute(
+                        "INSERT OR REPLACE INTO staged VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+                        (
+                            r.txid,
+                            r.n,
+                            r.sink_id,
+                            r.batch_id,
+                            r.destination,
+                            int(r.persistent),
+                            r.priority,
+                            r.expiration,
+                            r.delivery_time,
+                            r.group_id,
+                            r.group_seq,
+                            r.data,
+                        ),
+                    )
+                elif isinstance(op, RemoveStaged):
+                    db.execute("DELETE FROM staged WHERE txid=?", (op.txid,))
+                elif isinstance(op, SetSinkBatch):
+                    db.execute(
+                        "INSERT OR REPLACE INTO sinks VALUES(?,?)", (op.sink_id, op.batch_id)
+                    )
             if counts:
                 db.executemany(
                     "UPDATE messages SET delivery_count=? WHERE dest=? AND seq=?",

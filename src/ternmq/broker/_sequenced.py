@@ -1,0 +1,325 @@
+"""Sequence-number access: a queue or durable subscription read as a log, cumulative
+acknowledgement, and a staged two-phase publish that is idempotent per (sink, batch).
+
+Theory of operation
+-------------------
+Every message a queue or subscription takes gets that destination's next sequence number
+(``Entry.seq``). Positions are *monotonic, not dense*: numbers are consumed by messages that
+were later acknowledged, expired or went to another consumer, and a durable destination
+reserves numbers ahead in the store (:class:`~ternmq.store.ReserveSeq`) so that after a
+restart it continues above everything it may have handed out, persistent or not. A position
+``p`` means "every message with ``seq <= p``".
+
+These requests serve stream processors (the Spark source, ``ternmq.spark``), but any client
+may use them:
+
+- ``GetBounds``: ``(earliest, latest]`` covers every message held now. A scheduled message
+  (delivery delay, JMS 2.0 §4.12) is held but not yet visible: ``latest`` stays below it until
+  it is due, so a reader never moves past a message it could not see. With ``after`` and
+  ``max_messages`` the answer is capped for admission control.
+- ``ReadRange``: the held, visible messages with ``after < seq <= upto`` in sequence order,
+  without consuming them; repeatable (the same answer) until they are acknowledged.
+- ``AckUpto``: the cumulative acknowledgement of a reader that owns the queue or subscription:
+  removes every ready message with ``seq <= upto`` (matching a selector if given). Messages in
+  flight to ordinary consumers stay theirs.
+- ``Stage`` / ``CommitStaged`` / ``AbortStaged``: messages staged under a transaction id are
+  stored (durable, invisible) at once; ``CommitStaged(sink, batch, txids)`` routes them all in
+  one atomic store batch that also records ``batch`` as the sink's last committed batch, so a
+  replayed batch (``batch <=`` the recorded one) publishes nothing. Staged transactions of the
+  same sink with a batch at or below the committed one that the commit does not name are
+  orphans of failed or killed attempts and are dropped with it.
+
+Staged messages are held in broker memory as well as in the store until their batch is
+committed or aborted (they do not count against the memory limits).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ternmq.broker._queue import READY, SCHEDULED, Entry, MessageQueue
+from ternmq.destination import Destination
+from ternmq.errors import (
+    IllegalStateException,
+    InvalidDestinationException,
+    JMSException,
+    ResourceAllocationException,
+    TransactionRolledBackException,
+)
+from ternmq.protocol import commands as c
+from ternmq.selector import compile_selector
+from ternmq.store import AddStaged, RemoveStaged, SetSinkBatch, StagedRecord
+
+if TYPE_CHECKING:
+    from ternmq.broker.engine import Broker, BrokerConnection
+
+__all__ = ["HANDLERS", "SEQ_RESERVE_BLOCK", "StagedTx"]
+
+# Sequence numbers a durable destination reserves in the store at a time; a new reservation
+# is written when half of the previous one is used, long before it runs out.
+SEQ_RESERVE_BLOCK = 1 << 20
+MAX_STAGE_MESSAGES = 100_000
+
+
+@dataclasses.dataclass
+class StagedTx:
+    """One staged transaction held by the broker until commit or abort."""
+
+    sink_id: str
+    batch_id: int
+    sends: list[c.StagedSend] = dataclasses.field(default_factory=list)
+
+
+# ---- finding the log ---------------------------------------------------------------------
+def _log(
+    broker: Broker, conn: BrokerConnection, text: str, subscription: str | None, action: str
+) -> MessageQueue:
+    """The queue, or the durable subscription of a topic, that a request names."""
+    try:
+        dest = broker._dest(text)
+    except JMSException as exc:
+        raise InvalidDestinationException(str(exc)) from exc
+    if dest.is_temporary:
+        raise InvalidDestinationException(
+            f"{dest} is temporary: sequence access needs a queue or a durable subscription"
+        )
+    broker._authorize(conn, action, dest)
+    if not dest.is_topic:
+        if subscription is not None:
+            raise InvalidDestinationException(
+                f"{dest} is a queue: a subscription name needs a topic"
+            )
+        return broker._queue(dest)
+    if subscription is None:
+        raise InvalidDestinationException(
+            f"{dest} is a topic: name its durable subscription (a topic holds no messages "
+            "of its own)"
+        )
+    sub = broker.durable.get((conn.client_id, subscription))
+    if sub is None or sub.topic != dest:
+        who = f" for client id {conn.client_id!r}" if conn.client_id else ""
+        raise InvalidDestinationException(
+            f"no durable subscription {subscription!r} on {dest}{who}: create it first "
+            "(a shared durable consumer, or ensure_subscription())"
+        )
+    return sub.queue
+
+
+def _held(q: MessageQueue, after: int) -> Iterator[Entry]:
+    """Ready and in-flight entries with ``seq > after``, in sequence order."""
+    runs: list[Iterable[Entry]] = [
+        (e for e in od.values() if e.seq > after) for od in q.ready_buckets() if od
+    ]
+    if q.inflight:
+        runs.append(sorted(e for e in q.inflight.values() if e.seq > after))
+    return heapq.merge(*runs)
+
+
+def _visible_limit(q: MessageQueue) -> int:
+    """The highest position a reader may reach now: below the first scheduled message."""
+    waiting = [e.seq for _, _, e in q.scheduled if e.state == SCHEDULED]
+    return min(q.last_seq, min(waiting) - 1) if waiting else q.last_seq
+
+
+# ---- handlers ------------------------------------------------------------------------------
+def on_get_bounds(broker: Broker, conn: BrokerConnection, req: c.GetBounds) -> c.Reply:
+    q = _log(broker, conn, req.destination, req.subscription, "browse")
+    latest = _visible_limit(q)
+    first = next(_held(q, 0), None)
+    earliest = min(first.seq - 1, latest) if first is not None else latest
+    if req.after is not None and req.max_messages is not None:
+        if req.max_messages < 1:
+            raise JMSException(f"max_messages must be at least 1, not {req.max_messages}")
+        after = max(req.after, earliest)
+        nth = next(itertools.islice(_held(q, after), req.max_messages - 1, None), None)
+        if nth is not None:
+            latest = min(latest, nth.seq)
+    return c.Bounds(corr=req.corr, earliest=earliest, latest=latest)
+
+
+def on_read_range(broker: Broker, conn: BrokerConnection, req: c.ReadRange) -> c.Reply:
+    q = _log(broker, conn, req.destination, req.subscription, "browse")
+    selector = compile_selector(req.selector)
+    if req.limit < 1 or req.max_bytes < 1:
+        raise JMSException("limit and max_bytes must be positive")
+    now = broker.clock.now_ms()
+    seqs: list[int] = []
+    counts: list[int] = []
+    out: list[bytes] = []
+    size = 0
+    last = req.after
+    done = True
+    upto = min(req.upto, _visible_limit(q))
+    for e in _held(q, req.after):
+        if e.seq > upto:
+            break
+        if len(out) >= req.limit or size >= req.max_bytes:
+            done = False
+            break
+        last = e.seq
+        st = e.stored
+        if st.expiration and st.expiration <= now:
+            continue
+        if selector is not None and not selector.matches(broker._view(e)):
+            continue
+        data = broker._data(e)
+        seqs.append(e.seq)
+        counts.append(e.count + 1)
+        out.append(data)
+        size += len(data)
+    if done:
+        last = max(last, upto)
+    return c.RangeResult(
+        corr=req.corr, seqs=seqs, counts=counts, messages=out, after=last, done=done
+    )
+
+
+def on_ack_upto(broker: Broker, conn: BrokerConnection, req: c.AckUpto) -> c.Reply:
+    q = _log(broker, conn, req.destination, req.subscription, "consume")
+    selector = compile_selector(req.selector)
+    gone: list[Entry] = []
+    for od in q.ready_buckets():
+        for e in od.values():
+            if e.seq > req.upto:
+                break  # each priority's map is in sequence order
+            if selector is None or selector.matches(broker._view(e)):
+                gone.append(e)
+    for e in gone:
+        if e.state == READY:
+            broker._finish(e)
+    return c.Ok(corr=req.corr, value=str(len(gone)))
+
+
+def on_stage(broker: Broker, conn: BrokerConnection, req: c.Stage) -> c.Reply:
+    if not req.sink_id or not req.txid:
+        raise JMSException("a staged transaction needs a sink id and a txid")
+    tx = broker._staged.get(req.txid)
+    if tx is None:
+        tx = StagedTx(req.sink_id, req.batch_id)
+    elif (tx.sink_id, tx.batch_id) != (req.sink_id, req.batch_id):
+        raise IllegalStateException(
+            f"staged transaction {req.txid!r} belongs to sink {tx.sink_id!r} batch "
+            f"{tx.batch_id}: use a new txid"
+        )
+    if len(tx.sends) + len(req.messages) > MAX_STAGE_MESSAGES:
+        raise ResourceAllocationException(
+            f"staged transaction {req.txid!r} would exceed {MAX_STAGE_MESSAGES} messages: "
+            "split the work over more transactions"
+        )
+    limit = broker.config.max_message_bytes
+    for send in req.messages:
+        if len(send.message) > limit:
+            raise ResourceAllocationException(
+                f"message of {len(send.message)} bytes exceeds max_message_bytes ({limit})"
+            )
+        if not 0 <= send.priority <= 9:
+            raise JMSException(f"priority {send.priority} is outside 0..9")
+        dest = _send_dest(broker, conn, send.destination)
+        if dest.is_topic:
+            broker._topic(dest)
+        else:
+            broker._queue(dest)
+    sends = req.messages
+    if broker.populate_user_id:
+        sends = [broker._stamp_user(conn, send) for send in sends]  # PROP-23
+    for send in sends:
+        broker._ops.append(
+            AddStaged(
+                StagedRecord(
+                    req.txid,
+                    len(tx.sends),
+                    req.sink_id,
+                    req.batch_id,
+                    send.destination,
+                    send.message,
+                    send.persistent,
+                    send.priority,
+                    send.expiration,
+                    send.delivery_time,
+                    send.group_id,
+                    send.group_seq,
+                )
+            )
+        )
+        tx.sends.append(send)
+    broker._staged[req.txid] = tx
+    return c.Ok(corr=req.corr, value=str(len(tx.sends)))
+
+
+def _send_dest(broker: Broker, conn: BrokerConnection, text: str) -> Destination:
+    try:
+        dest = broker._dest(text)
+    except JMSException as exc:
+        raise InvalidDestinationException(str(exc)) from exc
+    if dest.is_temporary:
+        raise InvalidDestinationException(f"{dest} is temporary: it cannot be staged to")
+    broker._authorize(conn, "send", dest)
+    return dest
+
+
+def on_commit_staged(broker: Broker, conn: BrokerConnection, req: c.CommitStaged) -> c.Reply:
+    last = broker._sinks.get(req.sink_id)
+    duplicate = last is not None and req.batch_id <= last
+    named = set(req.txids)
+    if not duplicate:
+        missing = [t for t in req.txids if t not in broker._staged]
+        if missing:
+            raise IllegalStateException(
+                f"staged transactions {missing[:3]} of sink {req.sink_id!r} are unknown "
+                "(aborted, or staged on another broker): stage the batch again"
+            )
+        for t in req.txids:
+            tx = broker._staged[t]
+            if tx.sink_id != req.sink_id:
+                raise IllegalStateException(
+                    f"staged transaction {t!r} belongs to sink {tx.sink_id!r}, not {req.sink_id!r}"
+                )
+    published = 0
+    if not duplicate:
+        added: list[Entry] = []
+        broker._tx_added = added
+        try:
+            for t in req.txids:
+                for send in broker._staged[t].sends:
+                    broker._publish(conn, _send_dest(broker, conn, send.destination), send)
+                    published += 1
+        except JMSException as exc:
+            for entry in added:  # all or nothing, as a transaction commit (TX-02)
+                entry.queue.remove(entry)
+                broker.total_bytes -= entry.held
+            broker._ops.clear()
+            broker._to_page.clear()
+            raise TransactionRolledBackException(
+                f"batch {req.batch_id} of sink {req.sink_id!r} was not published: {exc}",
+                linked_exception=exc,
+            ) from exc
+        finally:
+            broker._tx_added = None
+        broker._sinks[req.sink_id] = req.batch_id
+        broker._ops.append(SetSinkBatch(req.sink_id, req.batch_id))
+    for t, tx in list(broker._staged.items()):
+        if t in named or (tx.sink_id == req.sink_id and tx.batch_id <= req.batch_id):
+            del broker._staged[t]
+            broker._ops.append(RemoveStaged(t))
+    return c.StagedResult(corr=req.corr, published=published, duplicate=duplicate)
+
+
+def on_abort_staged(broker: Broker, conn: BrokerConnection, req: c.AbortStaged) -> c.Reply:
+    for t in req.txids:
+        if broker._staged.pop(t, None) is not None:
+            broker._ops.append(RemoveStaged(t))
+    return c.Ok(corr=req.corr)
+
+
+HANDLERS: dict[type, Callable[[Broker, BrokerConnection, Any], c.Reply | None]] = {
+    c.GetBounds: on_get_bounds,
+    c.ReadRange: on_read_range,
+    c.AckUpto: on_ack_upto,
+    c.Stage: on_stage,
+    c.CommitStaged: on_commit_staged,
+    c.AbortStaged: on_abort_staged,
+}
