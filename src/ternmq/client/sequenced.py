@@ -31,6 +31,7 @@ connection and ``JMSException`` when the broker link fails.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -164,9 +165,7 @@ def read_range(
         )
         assert isinstance(reply, c.RangeResult)
         if reply.seqs:
-            yield [
-                LogRecord(s, n, d) for s, n, d in zip(reply.seqs, reply.counts, reply.messages)
-            ]
+            yield [LogRecord(s, n, d) for s, n, d in zip(reply.seqs, reply.counts, reply.messages)]
         if reply.done or reply.after <= after:
             return
         after = reply.after
@@ -240,50 +239,64 @@ def stage(
     """
     conn._check_open()
     now = conn.clock.now_ms()
+    dests: dict[str, Destination] = {}
     chunk: list[c.StagedSend] = []
     size = 0
     total = 0
-
-    def flush() -> int:
-        reply = _expect(
-            conn.request(c.Stage(sink_id=sink_id, batch_id=batch_id, txid=txid, messages=chunk)),
-            c.Ok,
-            "Stage",
-        )
-        assert isinstance(reply, c.Ok)
-        return int(reply.value or 0)
-
-    for dest, msg in messages:
-        d = dest if isinstance(dest, Destination) else destination(str(dest))
-        msg._destination = d
-        if msg._message_id is None:
-            msg._message_id = conn.next_message_id()
-        if not msg._timestamp:
-            msg._timestamp = now
-        props = msg._properties
-        gid = props.get("JMSXGroupID")
-        gseq = props.get("JMSXGroupSeq", 0)
-        data = encode_message(msg)
-        chunk.append(
-            c.StagedSend(
-                destination=str(d),
-                message=data,
-                persistent=msg._delivery_mode != DeliveryMode.NON_PERSISTENT,
-                priority=msg._priority,
-                expiration=msg._expiration,
-                delivery_time=msg._delivery_time,
-                group_id=gid if isinstance(gid, str) else None,
-                group_seq=gseq if isinstance(gseq, int) and not isinstance(gseq, bool) else 0,
+    # One chunk is in flight while the next is encoded (the broker's write of one overlaps
+    # the encoding of the next); chunks still reach the broker in order.
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ternmq-stage") as pool:
+        inflight: concurrent.futures.Future[int] | None = None
+        for dest, msg in messages:
+            if isinstance(dest, Destination):
+                d = dest
+            else:
+                d = dests.get(dest) or dests.setdefault(dest, destination(dest))
+            msg._destination = d
+            if msg._message_id is None:
+                msg._message_id = conn.next_message_id()
+            if not msg._timestamp:
+                msg._timestamp = now
+            props = msg._properties
+            gid = props.get("JMSXGroupID")
+            gseq = props.get("JMSXGroupSeq", 0)
+            data = encode_message(msg)
+            chunk.append(
+                c.StagedSend(
+                    destination=str(d),
+                    message=data,
+                    persistent=msg._delivery_mode != DeliveryMode.NON_PERSISTENT,
+                    priority=msg._priority,
+                    expiration=msg._expiration,
+                    delivery_time=msg._delivery_time,
+                    group_id=gid if isinstance(gid, str) else None,
+                    group_seq=gseq if isinstance(gseq, int) and not isinstance(gseq, bool) else 0,
+                )
             )
-        )
-        size += len(data)
-        if size >= STAGE_CHUNK_BYTES or len(chunk) >= STAGE_CHUNK_MESSAGES:
-            total = flush()
-            chunk = []
-            size = 0
+            size += len(data)
+            if size >= STAGE_CHUNK_BYTES or len(chunk) >= STAGE_CHUNK_MESSAGES:
+                if inflight is not None:
+                    total = inflight.result()
+                inflight = pool.submit(_stage_chunk, conn, sink_id, batch_id, txid, chunk)
+                chunk = []
+                size = 0
+        if inflight is not None:
+            total = inflight.result()
     if chunk:
-        total = flush()
+        total = _stage_chunk(conn, sink_id, batch_id, txid, chunk)
     return total
+
+
+def _stage_chunk(
+    conn: Connection, sink_id: str, batch_id: int, txid: str, chunk: list[c.StagedSend]
+) -> int:
+    reply = _expect(
+        conn.request(c.Stage(sink_id=sink_id, batch_id=batch_id, txid=txid, messages=chunk)),
+        c.Ok,
+        "Stage",
+    )
+    assert isinstance(reply, c.Ok)
+    return int(reply.value or 0)
 
 
 def commit_staged(

@@ -319,13 +319,16 @@ class SqliteStore:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
+            # Runs of message and staged inserts go to executemany (one C loop each); any
+            # other operation first flushes them, so the order of operations is kept.
+            inserts: list[tuple[object, ...]] = []
+            staged: list[tuple[object, ...]] = []
             for op in actions:
                 if isinstance(op, AddMessage):
                     key = (op.dest, op.seq)
                     if adds.get(key) is not op:
                         continue
-                    db.execute(
-                        "INSERT OR REPLACE INTO messages VALUES(?,?,?,?,?,?,?,?)",
+                    inserts.append(
                         (
                             op.dest,
                             op.seq,
@@ -335,9 +338,31 @@ class SqliteStore:
                             op.group_id,
                             counts.pop(key, 0),
                             op.data,
-                        ),
+                        )
                     )
-                elif isinstance(op, RemoveMessage):
+                    continue
+                if isinstance(op, AddStaged):
+                    r = op.record
+                    staged.append(
+                        (
+                            r.txid,
+                            r.n,
+                            r.sink_id,
+                            r.batch_id,
+                            r.destination,
+                            int(r.persistent),
+                            r.priority,
+                            r.expiration,
+                            r.delivery_time,
+                            r.group_id,
+                            r.group_seq,
+                            r.data,
+                        )
+                    )
+                    continue
+                if inserts or staged:
+                    self._insert(inserts, staged)
+                if isinstance(op, RemoveMessage):
                     db.execute("DELETE FROM messages WHERE dest=? AND seq=?", (op.dest, op.seq))
                 elif isinstance(op, AddSubscription):
                     db.execute(
@@ -359,31 +384,14 @@ class SqliteStore:
                     db.execute("DELETE FROM messages WHERE dest=?", (op.dest,))
                 elif isinstance(op, ReserveSeq):
                     db.execute("INSERT OR REPLACE INTO sequences VALUES(?,?)", (op.dest, op.upto))
-                elif isinstance(op, AddStaged):
-                    r = op.record
-                    db.execute(
-                        "INSERT OR REPLACE INTO staged VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
-                        (
-                            r.txid,
-                            r.n,
-                            r.sink_id,
-                            r.batch_id,
-                            r.destination,
-                            int(r.persistent),
-                            r.priority,
-                            r.expiration,
-                            r.delivery_time,
-                            r.group_id,
-                            r.group_seq,
-                            r.data,
-                        ),
-                    )
                 elif isinstance(op, RemoveStaged):
                     db.execute("DELETE FROM staged WHERE txid=?", (op.txid,))
                 elif isinstance(op, SetSinkBatch):
                     db.execute(
                         "INSERT OR REPLACE INTO sinks VALUES(?,?)", (op.sink_id, op.batch_id)
                     )
+            if inserts or staged:
+                self._insert(inserts, staged)
             if counts:
                 db.executemany(
                     "UPDATE messages SET delivery_count=? WHERE dest=? AND seq=?",
@@ -400,6 +408,17 @@ class SqliteStore:
             if now - self._last_sync >= self.batch_interval:
                 self._sync_log()
                 self._last_sync = now
+
+    def _insert(self, inserts: list[tuple[object, ...]], staged: list[tuple[object, ...]]) -> None:
+        """Write the pending message and staged rows, and empty both lists."""
+        if inserts:
+            self._db.executemany("INSERT OR REPLACE INTO messages VALUES(?,?,?,?,?,?,?,?)", inserts)
+            inserts.clear()
+        if staged:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO staged VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", staged
+            )
+            staged.clear()
 
     def _sync_log(self) -> None:
         wal = self.path / "ternmq.db-wal"
