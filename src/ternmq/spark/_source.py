@@ -197,6 +197,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._conn: Connection | None = None
         self._subscribed = False
         self._target: int | None = None
+        self._initial: int | None = None  # what initialOffset() returned in this process
+        self._acked: int | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -266,6 +268,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             lambda conn: seqlog.log_bounds(conn, opts.destination, subscription=opts.subscription)
         )
         seq = bounds.latest if opts.starting_position == "latest" else bounds.earliest
+        self._initial = seq
         return {"seq": seq}
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -290,6 +293,15 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             JMSException: the broker cannot be reached or refuses the request.
         """
         after = int(start["seq"])
+        # ``start`` is the end of a batch Spark has completed and written to its commit log
+        # (a batch still to be replayed after a restart is run without asking for offsets),
+        # so everything up to it is done: acknowledge it now rather than wait for
+        # ``commit()``, which lags a batch and never comes for the last batch of an
+        # ``availableNow`` run or while no new data arrives. Not the initial offset of a new
+        # query, which is a starting point (``startingPosition``), not a completed batch.
+        if after != self._initial and (self._acked is None or after > self._acked):
+            self.commit(start)
+            self._acked = after
         if isinstance(limit, ReadMaxRows):
             end = self._latest(after, int(limit.max_rows))
         else:
