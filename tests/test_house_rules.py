@@ -140,3 +140,14 @@ def test_xa_01_asf_01_not_offered() -> None:
         "create_shared_durable_connection_consumer",
     ):
         assert not hasattr(Connection, name)
+
+
+def test_spark_is_optional() -> None:
+    """Only ``ternmq.spark`` (the extra ``ternmq[spark]``) may import pyspark, pyarrow or py4j:
+    ``import ternmq`` and every other module work without them."""
+    optional = {"pyspark", "pyarrow", "py4j"}
+    for path in SRC.rglob("*.py"):
+        if (SRC / "spark") in path.parents:
+            continue
+        bad = _imports(path) & optional
+        assert not bad, f"{path.relative_to(SRC)} imports {sorted(bad)}"

@@ -58,6 +58,7 @@ from ternmq.spark._schema import (  # noqa: E402
     epoch_ms_to_micros,
     records_to_batch,
 )
+from ternmq.spark._source import SeqRange, StagedWrite, make_txid  # noqa: E402
 from ternmq.spark._write import (  # noqa: E402
     RowError,
     SchemaError,
@@ -652,3 +653,22 @@ def test_read_rows_write_back_to_the_same_message(
     for name in props:
         assert back.get_property_type(name) == m.get_property_type(name)
         assert _same(back.get_object_property(name), m.get_object_property(name))
+
+
+# ---- partitions, commit messages, transaction ids -------------------------------------------
+
+
+def test_partitions_and_commit_messages_pickle() -> None:
+    part = SeqRange(10, 20)
+    assert pickle.loads(pickle.dumps(part)) == part
+    msg = StagedWrite(txid="t", count=3, batch_id=1, partition=0, attempt=0)
+    assert pickle.loads(pickle.dumps(msg)) == msg
+
+
+def test_txid_is_unique_per_task_attempt_and_call() -> None:
+    a = make_txid("/ckpt/" + "x" * 500, 7, 3, 1)
+    b = make_txid("/ckpt/" + "x" * 500, 7, 3, 1)
+    assert a != b and len(a) < 80
+    assert a.startswith("spark-") and "-b7-p3-a1-" in a
+    assert a.split("-")[1] == b.split("-")[1]  # the sink digest
+    assert make_txid("other", 7, 3, 1).split("-")[1] != a.split("-")[1]
