@@ -13,6 +13,7 @@ import datetime
 import json
 import math
 import os
+import shutil
 import sys
 import threading
 import time
@@ -819,6 +820,22 @@ def _run_client_command(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
 
 
+def _pipeline_demo(argv: list[str]) -> int:
+    """``ternmq pipeline-demo``: the example Spark pipeline (``ternmq.spark.pipeline_demo``)."""
+    try:
+        from ternmq.spark.pipeline_demo import main as demo_main
+    except ImportError as exc:
+        _error(
+            f"the pipeline demo needs the spark extra ({exc}): pip install 'ternmq[spark]' "
+            "(or make pipeline-demo)"
+        )
+        return EXIT_FAILURE
+    if shutil.which("java") is None:
+        _error("the pipeline demo needs Java 17 on PATH (apt-get install openjdk-17-jre-headless)")
+        return EXIT_FAILURE
+    return demo_main(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ternmq`` console script."""
     raw = sys.argv[1:] if argv is None else argv
@@ -826,12 +843,17 @@ def main(argv: list[str] | None = None) -> int:
         from ternmq.server import main as serve_main
 
         return serve_main(raw[1:])
+    if raw[:1] == ["pipeline-demo"]:  # needs the spark extra; its own parser
+        return _pipeline_demo(raw[1:])
     parser = argparse.ArgumentParser(
         prog="ternmq", description="ternmq: a JMS 2.0 broker for Python"
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="run a short tour on an embedded broker")
     sub.add_parser("serve", help="run the network broker (see: ternmq serve --help)")
+    sub.add_parser(
+        "pipeline-demo", help="run the example Spark pipeline (needs ternmq[spark] and Java)"
+    )
     _add_client_commands(sub)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.command == "demo":
