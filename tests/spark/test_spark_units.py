@@ -55,7 +55,6 @@ from ternmq.spark._schema import (  # noqa: E402
     ARROW_SCHEMA,
     SCHEMA,
     _property_text,
-    epoch_ms_to_micros,
     records_to_batch,
 )
 from ternmq.spark._source import SeqRange, StagedWrite, make_txid  # noqa: E402
@@ -291,11 +290,19 @@ def test_unset_headers_are_null_and_redelivery_counts() -> None:
     assert (row["body_type"], row["text_body"], row["bytes_body"]) == ("message", None, None)
 
 
-def test_epoch_ms_to_micros_clamps_to_spark_range() -> None:
-    assert epoch_ms_to_micros(0) is None
-    assert epoch_ms_to_micros(1) == 1000
-    assert epoch_ms_to_micros(2**63 - 1) == 253_402_300_799_999_000
-    assert epoch_ms_to_micros(-(2**63)) == -62_135_596_800_000_000
+def test_timestamps_are_clamped_to_the_spark_range() -> None:
+    late, early = Message(), Message()
+    late.jms_timestamp, late.jms_expiration = 1, 2**63 - 1
+    early.jms_expiration = -(2**63)
+    rows = records_to_batch([Rec(1, 1, encode_message(late)), Rec(2, 1, encode_message(early))])
+    micros = rows.select(["timestamp", "expiration"]).cast(
+        pa.schema([("timestamp", pa.int64()), ("expiration", pa.int64())])
+    )
+    assert micros.column("timestamp").to_pylist() == [1000, None]
+    assert micros.column("expiration").to_pylist() == [
+        253_402_300_799_999_000,
+        -62_135_596_800_000_000,
+    ]
 
 
 def test_bodies_of_every_type() -> None:
@@ -672,3 +679,24 @@ def test_txid_is_unique_per_task_attempt_and_call() -> None:
     assert a.startswith("spark-") and "-b7-p3-a1-" in a
     assert a.split("-")[1] == b.split("-")[1]  # the sink digest
     assert make_txid("other", 7, 3, 1).split("-")[1] != a.split("-")[1]
+
+
+def test_repeated_property_names_keep_their_type() -> None:
+    opts = WriteOptions.parse({"url": URL, "destination": "queue://q"})
+    layout = check_write_schema(
+        _schema(("body", StringType()), ("properties", MapType(StringType(), IntegerType()))),
+        default_destination=opts.destination,
+    )
+    values = [[("n", 1), ("JMSXGroupSeq", 5)], [("n", 2)], [("n", None)], [("bad-name", 3)]]
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "body": ["a", "b", "c", "d"],
+            "properties": pa.array(values, type=pa.map_(pa.string(), pa.int32())),
+        }
+    )
+    with pytest.raises(RowError, match=r"row 3 .*'properties'"):
+        batch_to_messages(batch, layout, opts, now_ms=0)
+    out = batch_to_messages(batch.slice(0, 3), layout, opts, now_ms=0)
+    assert [m.get_property_type("n") for _, m in out] == ["int", "int", "null"]
+    assert [m.get_object_property("n") for _, m in out] == [1, 2, None]
+    assert out[0][1].get_property_type("JMSXGroupSeq") == "int"

@@ -41,7 +41,7 @@ Read options (all strings, names in any case)
     admission control: at most this many messages per micro-batch (also under
     ``trigger(availableNow=True)``, which then runs several batches up to the position held
     when it started).
-``messagesPerPartition`` (default 10,000), ``partitions``
+``messagesPerPartition`` (default 50,000), ``partitions``
     how a range is split into Spark partitions: runs of about that many held messages (the
     broker is asked where each ends), or ``partitions`` ranges of equal sequence width.
 ``readChunkSize`` (default 10,000)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 import pyarrow as pa
@@ -52,7 +52,6 @@ __all__ = [
     "SCHEMA_DDL",
     "TYPED_PROPERTY",
     "TYPED_PROPERTY_DDL",
-    "epoch_ms_to_micros",
     "messages_to_batch",
     "records_to_batch",
     "render_body",
@@ -127,16 +126,6 @@ _LONG_TAGS: Final = frozenset({T.BYTE, T.SHORT, T.INT, T.LONG})
 _DOUBLE_TAGS: Final = frozenset({T.FLOAT, T.DOUBLE})
 
 
-def epoch_ms_to_micros(ms: int) -> int | None:
-    """Epoch milliseconds as the microseconds of a Spark timestamp; 0 (unset) gives None.
-
-    Values outside Spark's range (years 0001 … 9999) are clamped into it. Never raises.
-    """
-    if ms == 0:
-        return None
-    return min(max(ms, _MIN_MS), _MAX_MS) * 1000
-
-
 def _json_default(value: object) -> object:
     if isinstance(value, bytes | bytearray | memoryview):
         return base64.b64encode(bytes(value)).decode("ascii")
@@ -203,130 +192,126 @@ def _correlation_id(cid: str | bytes | None) -> str | None:
     return bytes(cid).decode("utf-8", errors="backslashreplace")
 
 
-class _Columns:
-    """Column lists of one record batch, filled one message at a time."""
+def _build(rows: Iterable[tuple[Message, int, int]]) -> Any:
+    """One record batch of :data:`ARROW_SCHEMA` from ``(message, seq, delivery_count)``.
 
-    __slots__ = (
-        "body_type",
-        "bytes_body",
-        "correlation_id",
-        "delivery_count",
-        "delivery_mode",
-        "destination",
-        "expiration",
-        "message_id",
-        "priority",
-        "prop_keys",
-        "prop_offsets",
-        "prop_values",
-        "redelivered",
-        "reply_to",
-        "sequence",
-        "text_body",
-        "timestamp",
-        "type",
-        "typed_bool",
-        "typed_double",
-        "typed_long",
-        "typed_string",
-        "typed_type",
+    One pass over the messages appends to plain lists (bound methods in locals: this loop is
+    the reader's per-message cost); maps are laid out as offsets + keys + items.
+    """
+    message_id: list[str | None] = []
+    dest_col: list[str | None] = []
+    sequence: list[int] = []
+    timestamp: list[int | None] = []
+    mode_col: list[str | None] = []
+    priority: list[int] = []
+    expiration: list[int | None] = []
+    cid_col: list[str | None] = []
+    type_col: list[str | None] = []
+    reply_col: list[str | None] = []
+    redelivered: list[bool] = []
+    count_col: list[int] = []
+    offsets: list[int] = [0]
+    keys: list[str] = []
+    texts: list[str | None] = []
+    t_type: list[str] = []
+    t_string: list[Value] = []
+    t_long: list[Value] = []
+    t_double: list[Value] = []
+    t_bool: list[Value] = []
+    body_type: list[str] = []
+    text_body: list[str | None] = []
+    bytes_body: list[bytes | None] = []
+    add_key, add_text, add_type = keys.append, texts.append, t_type.append
+    add_string, add_long, add_double, add_bool = (
+        t_string.append,
+        t_long.append,
+        t_double.append,
+        t_bool.append,
     )
-
-    def __init__(self) -> None:
-        self.message_id: list[str | None] = []
-        self.destination: list[str | None] = []
-        self.sequence: list[int] = []
-        self.timestamp: list[int | None] = []
-        self.delivery_mode: list[str | None] = []
-        self.priority: list[int] = []
-        self.expiration: list[int | None] = []
-        self.correlation_id: list[str | None] = []
-        self.type: list[str | None] = []
-        self.reply_to: list[str | None] = []
-        self.redelivered: list[bool] = []
-        self.delivery_count: list[int] = []
-        self.prop_offsets: list[int] = [0]
-        self.prop_keys: list[str] = []
-        self.prop_values: list[str | None] = []
-        self.typed_type: list[str] = []
-        self.typed_string: list[str | None] = []
-        self.typed_long: list[int | None] = []
-        self.typed_double: list[float | None] = []
-        self.typed_bool: list[bool | None] = []
-        self.body_type: list[str] = []
-        self.text_body: list[str | None] = []
-        self.bytes_body: list[bytes | None] = []
-
-    def add(self, msg: Message, seq: int, delivery_count: int) -> None:
+    modes, names, low, high = _MODE_NAMES, cv.TYPE_NAMES, _MIN_MS, _MAX_MS
+    dest_text: dict[object, str] = {}
+    for msg, seq, delivery_count in rows:
         dest = msg._destination
+        if dest is None:
+            dest_col.append(None)
+        else:
+            text = dest_text.get(dest)
+            if text is None:
+                text = dest_text[dest] = str(dest)
+            dest_col.append(text)
+        message_id.append(msg._message_id)
+        sequence.append(seq)
+        ms = msg._timestamp
+        timestamp.append(None if ms == 0 else min(max(ms, low), high) * 1000)
+        mode_col.append(modes.get(msg._delivery_mode))
+        priority.append(msg._priority)
+        ms = msg._expiration
+        expiration.append(None if ms == 0 else min(max(ms, low), high) * 1000)
+        cid = msg._correlation_id
+        cid_col.append(cid if cid is None or isinstance(cid, str) else _correlation_id(cid))
+        type_col.append(msg._type)
         reply_to = msg._reply_to
-        self.message_id.append(msg._message_id)
-        self.destination.append(None if dest is None else str(dest))
-        self.sequence.append(seq)
-        self.timestamp.append(epoch_ms_to_micros(msg._timestamp))
-        self.delivery_mode.append(_MODE_NAMES.get(msg._delivery_mode))
-        self.priority.append(msg._priority)
-        self.expiration.append(epoch_ms_to_micros(msg._expiration))
-        self.correlation_id.append(_correlation_id(msg._correlation_id))
-        self.type.append(msg._type)
-        self.reply_to.append(None if reply_to is None else str(reply_to))
-        self.redelivered.append(bool(msg._redelivered) or delivery_count > 1)
-        self.delivery_count.append(delivery_count)
+        reply_col.append(None if reply_to is None else str(reply_to))
+        redelivered.append(msg._redelivered or delivery_count > 1)
+        count_col.append(delivery_count)
         types = msg._property_types
         if types:
             values = msg._properties
             for name, tag in types.items():
                 value = values[name]
-                self.prop_keys.append(name)
-                self.prop_values.append(_property_text(tag, value))
-                self.typed_type.append(cv.TYPE_NAMES[tag])
-                self.typed_string.append(value if tag is T.STRING else None)  # type: ignore[arg-type]
-                self.typed_long.append(value if tag in _LONG_TAGS else None)  # type: ignore[arg-type]
-                self.typed_double.append(value if tag in _DOUBLE_TAGS else None)  # type: ignore[arg-type]
-                self.typed_bool.append(value if tag is T.BOOLEAN else None)  # type: ignore[arg-type]
-        self.prop_offsets.append(len(self.prop_keys))
-        self.body_type.append(msg.body_type)
-        text, octets = render_body(msg)
-        self.text_body.append(text)
-        self.bytes_body.append(octets)
+                add_key(name)
+                add_text(_property_text(tag, value))
+                add_type(names[tag])
+                add_string(value if tag is T.STRING else None)
+                add_long(value if tag in _LONG_TAGS else None)
+                add_double(value if tag in _DOUBLE_TAGS else None)
+                add_bool(value if tag is T.BOOLEAN else None)
+        offsets.append(len(keys))
+        body_type.append(msg.body_type)
+        if type(msg) is TextMessage:
+            text_body.append(msg._text)
+            bytes_body.append(None)
+        else:
+            text, octets = render_body(msg)
+            text_body.append(text)
+            bytes_body.append(octets)
 
-    def batch(self) -> Any:
-        offsets = pa.array(self.prop_offsets, type=pa.int32())
-        keys = pa.array(self.prop_keys, type=pa.string())
-        props = pa.MapArray.from_arrays(
-            offsets, keys, pa.array(self.prop_values, type=pa.string()), type=_PROPS_TYPE
-        )
-        typed_items = pa.StructArray.from_arrays(
-            [
-                pa.array(self.typed_type, type=pa.string()),
-                pa.array(self.typed_string, type=pa.string()),
-                pa.array(self.typed_long, type=pa.int64()),
-                pa.array(self.typed_double, type=pa.float64()),
-                pa.array(self.typed_bool, type=pa.bool_()),
-            ],
-            fields=list(_TYPED_STRUCT),
-        )
-        typed = pa.MapArray.from_arrays(offsets, keys, typed_items, type=_TYPED_TYPE)
-        arrays = [
-            pa.array(self.message_id, type=pa.string()),
-            pa.array(self.destination, type=pa.string()),
-            pa.array(self.sequence, type=pa.int64()),
-            pa.array(self.timestamp, type=_TS_TYPE),
-            pa.array(self.delivery_mode, type=pa.string()),
-            pa.array(self.priority, type=pa.int32()),
-            pa.array(self.expiration, type=_TS_TYPE),
-            pa.array(self.correlation_id, type=pa.string()),
-            pa.array(self.type, type=pa.string()),
-            pa.array(self.reply_to, type=pa.string()),
-            pa.array(self.redelivered, type=pa.bool_()),
-            pa.array(self.delivery_count, type=pa.int32()),
-            props,
-            typed,
-            pa.array(self.body_type, type=pa.string()),
-            pa.array(self.text_body, type=pa.string()),
-            pa.array(self.bytes_body, type=pa.binary()),
-        ]
-        return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
+    offsets_arr = pa.array(offsets, type=pa.int32())
+    keys_arr = pa.array(keys, type=pa.string())
+    props = pa.MapArray.from_arrays(
+        offsets_arr, keys_arr, pa.array(texts, type=pa.string()), type=_PROPS_TYPE
+    )
+    typed_items = pa.StructArray.from_arrays(
+        [
+            pa.array(t_type, type=pa.string()),
+            pa.array(t_string, type=pa.string()),
+            pa.array(t_long, type=pa.int64()),
+            pa.array(t_double, type=pa.float64()),
+            pa.array(t_bool, type=pa.bool_()),
+        ],
+        fields=list(_TYPED_STRUCT),
+    )
+    typed = pa.MapArray.from_arrays(offsets_arr, keys_arr, typed_items, type=_TYPED_TYPE)
+    arrays = [
+        pa.array(message_id, type=pa.string()),
+        pa.array(dest_col, type=pa.string()),
+        pa.array(sequence, type=pa.int64()),
+        pa.array(timestamp, type=_TS_TYPE),
+        pa.array(mode_col, type=pa.string()),
+        pa.array(priority, type=pa.int32()),
+        pa.array(expiration, type=_TS_TYPE),
+        pa.array(cid_col, type=pa.string()),
+        pa.array(type_col, type=pa.string()),
+        pa.array(reply_col, type=pa.string()),
+        pa.array(redelivered, type=pa.bool_()),
+        pa.array(count_col, type=pa.int32()),
+        props,
+        typed,
+        pa.array(body_type, type=pa.string()),
+        pa.array(text_body, type=pa.string()),
+        pa.array(bytes_body, type=pa.binary()),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
 
 
 def messages_to_batch(rows: Sequence[tuple[Message, int, int]]) -> Any:
@@ -337,10 +322,7 @@ def messages_to_batch(rows: Sequence[tuple[Message, int, int]]) -> Any:
         pyarrow.ArrowInvalid: a value does not fit its column (a broken message model
             invariant; cannot happen for decoded messages).
     """
-    cols = _Columns()
-    for msg, seq, count in rows:
-        cols.add(msg, seq, count)
-    return cols.batch()
+    return _build(rows)
 
 
 def records_to_batch(records: Sequence[Any]) -> Any:
@@ -350,7 +332,4 @@ def records_to_batch(records: Sequence[Any]) -> Any:
     Raises:
         MessageDecodeError: a record's data is not a valid encoded message.
     """
-    cols = _Columns()
-    for rec in records:
-        cols.add(decode_message(rec.data), rec.seq, rec.delivery_count)
-    return cols.batch()
+    return _build((decode_message(rec.data), rec.seq, rec.delivery_count) for rec in records)

@@ -36,6 +36,7 @@ from pyspark.sql.types import (
 
 from ternmq.destination import destination
 from ternmq.message import BytesMessage, Message, TextMessage
+from ternmq.message._types import T
 from ternmq.spark._options import WriteOptions, parse_delivery_mode
 
 __all__ = [
@@ -244,14 +245,38 @@ def _set_typed(msg: Message, name: str, spec: dict[str, Any] | None) -> None:
         getattr(msg, setter)(name, value)
 
 
+_TAGS: Final[dict[str, T]] = {
+    "boolean": T.BOOLEAN,
+    "byte": T.BYTE,
+    "short": T.SHORT,
+    "int": T.INT,
+    "long": T.LONG,
+    "float": T.FLOAT,
+    "double": T.DOUBLE,
+    "string": T.STRING,
+}
+
+
 def _property_setter(msg_type: str) -> Callable[[Message, str, Any], None]:
+    """A setter for the values of a ``properties`` map column of one Spark value type.
+
+    The first value of each name goes through the typed setter (name, JMSX type and value
+    checks); later ones are stored directly: a value of a Spark column of that type is
+    always valid for its JMS type (Arrow strings are UTF-8, so they hold no surrogates, and
+    integral and float columns have exactly the Java widths)."""
     setter = _TYPED_SETTERS[msg_type.lower()][0]
+    tag = _TAGS[msg_type.lower()]
+    checked: set[str] = set()
 
     def put(msg: Message, name: str, value: Any) -> None:
         if value is None:
             msg.set_object_property(name, None)
+        elif name in checked:
+            msg._properties[name] = value
+            msg._property_types[name] = tag
         else:
             getattr(msg, setter)(name, value)
+            checked.add(name)
 
     return put
 
@@ -333,16 +358,21 @@ def batch_to_messages(
             if reply_tos is not None and reply_tos[i] is not None:
                 role = "reply_to"
                 msg.jms_reply_to = destination(reply_tos[i])
+            # A new message already holds priority 4, PERSISTENT and no expiration.
             role = "priority"
             value = priorities[i] if priorities is not None else None
-            msg.jms_priority = options.priority if value is None else value
+            value = options.priority if value is None else value
+            if value != 4:
+                msg.jms_priority = value
             role = "delivery_mode"
             value = modes[i] if modes is not None else None
-            msg.jms_delivery_mode = (
+            value = (
                 options.delivery_mode
                 if value is None
                 else parse_delivery_mode(value, "delivery_mode")
             )
+            if value != 2:
+                msg.jms_delivery_mode = value
             role = "expiration"
             value = expirations[i] if expirations is not None else None
             if value is None or value == 0:
@@ -352,7 +382,8 @@ def batch_to_messages(
                 if ttl < 0:
                     raise ValueError(f"time_to_live {ttl} is negative")
                 value = now_ms + ttl if ttl > 0 else 0
-            msg.jms_expiration = value
+            if value != 0:
+                msg.jms_expiration = value
             if props is not None and props[i]:
                 role = "properties"
                 for name, pvalue in props[i]:
