@@ -700,3 +700,37 @@ def test_repeated_property_names_keep_their_type() -> None:
     assert [m.get_property_type("n") for _, m in out] == ["int", "int", "null"]
     assert [m.get_object_property("n") for _, m in out] == [1, 2, None]
     assert out[0][1].get_property_type("JMSXGroupSeq") == "int"
+
+
+# ---- the DataSource's planning methods (driver side, no Spark needed) -----------------------
+
+
+def test_data_source_planning() -> None:
+    from ternmq.spark import SCHEMA as PUBLIC_SCHEMA
+    from ternmq.spark import TernmqDataSource
+    from ternmq.spark._source import BatchWriter, StreamReader, StreamWriter
+
+    assert TernmqDataSource.name() == "ternmq"
+    write_schema = _schema(("body", StringType()))
+    ds = TernmqDataSource({"url": URL, "destination": "queue://q"})
+    assert ds.schema() is PUBLIC_SCHEMA
+    reader = ds.streamReader(PUBLIC_SCHEMA)
+    assert isinstance(reader, StreamReader)
+    assert pickle.loads(pickle.dumps(reader))._opts == reader._opts
+    with pytest.raises(OptionError, match="fixed schema"):
+        ds.reader(write_schema)
+    with pytest.raises(OptionError, match="append"):
+        ds.writer(write_schema, True)
+    first, second = ds.writer(write_schema, False), ds.writer(write_schema, False)
+    assert isinstance(first, BatchWriter) and isinstance(second, BatchWriter)
+    assert first.sink_id != second.sink_id  # a fresh sink per batch write job
+    with pytest.raises(OptionError, match="checkpointLocation"):
+        ds.streamWriter(write_schema, False)
+    ds = TernmqDataSource({"url": URL, "destination": "queue://q", "checkpointLocation": "/ck"})
+    stream_writer = ds.streamWriter(write_schema, False)
+    assert isinstance(stream_writer, StreamWriter) and stream_writer.sink_id == "/ck"
+    ds = TernmqDataSource({"url": URL, "checkpointLocation": "/ck", "sinkId": "orders-out"})
+    with pytest.raises(SchemaError, match="no destination"):
+        ds.streamWriter(write_schema, False)
+    both = _schema(("body", StringType()), ("destination", StringType()))
+    assert ds.streamWriter(both, True).sink_id == "orders-out"  # type: ignore[attr-defined]
