@@ -9,7 +9,7 @@
     df = spark.read.format("ternmq").option("url", "tcp://127.0.0.1:61616") \\
         .option("destination", "queue://orders").load()
 
-    # a stream: exactly once through the checkpoint; commit(end) acknowledges
+    # a stream: exactly once through the checkpoint; completed batches are acknowledged
     orders = (spark.readStream.format("ternmq").option("url", url)
               .option("destination", "topic://events").option("subscription", "spark-events")
               .option("maxMessagesPerTrigger", 10000).load())
@@ -49,8 +49,10 @@ Read options (all strings, names in any case)
 
 Offsets are ``{"seq": n}``: the broker's sequence numbers of the destination (monotonic, not
 dense). A micro-batch reads ``(start, end]`` without consuming, so a replay after a crash
-reads the same messages; Spark's ``commit(end)`` (one batch late, see the notes) then
-acknowledges everything up to ``end``. The messages of a batch read are not consumed.
+reads the same messages. Once Spark has recorded a batch as done, everything up to its end
+is acknowledged (removed): when Spark plans the next batch (``latestOffset(start)``, so the
+last batch of an ``availableNow`` run is acknowledged too) or calls ``commit(end)``, which
+lags one batch. The messages of a batch read are not consumed.
 
 Read schema (:data:`SCHEMA`, :data:`SCHEMA_DDL`)
 -------------------------------------------------

@@ -15,9 +15,11 @@ Reading. A queue or a durable subscription is a log of messages with monotonic s
 numbers (:mod:`ternmq.client.sequenced`). A Spark offset is ``{"seq": n}`` meaning "every
 message with seq <= n"; a micro-batch is the range ``(start, end]``, split into
 :class:`SeqRange` partitions, and ``read_range`` reads it without consuming, so a replay after
-a crash reads the same messages again. ``commit(end)`` — which Spark calls one batch late —
-acknowledges (removes) everything up to ``end``. A batch read plans ``log_bounds`` once and
-reads that snapshot; it never acknowledges.
+a crash reads the same messages again. Everything up to the end of a batch that Spark has
+recorded as done is acknowledged (removed): at ``latestOffset(start)`` of the next batch's
+planning (``start`` is that end) and at ``commit(end)``, which Spark calls one batch late and
+never for a run's last batch. A batch read plans ``log_bounds`` once and reads that snapshot;
+it never acknowledges.
 
 Writing. Each task stages its rows under its own transaction id, which the broker keeps
 durable and invisible; the driver's ``commit`` publishes the tasks' transactions atomically
@@ -287,7 +289,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
         """The end of the next micro-batch: the latest held position, at most ``max_rows``
         messages after ``start`` under ``ReadMaxRows``, at most the ``availableNow`` target,
-        and never before ``start``.
+        and never before ``start``. First acknowledges everything up to ``start`` (a completed
+        batch), unless ``start`` is this query's initial offset.
 
         Raises:
             JMSException: the broker cannot be reached or refuses the request.
