@@ -5,7 +5,8 @@
     import ternmq.spark
     ternmq.spark.register(spark)          # automatic on import when a session is active
 
-    # a snapshot of a queue (nothing is consumed)
+    # a snapshot of a queue (nothing is consumed), taken when the DataFrame is first planned:
+    # later actions on it (and on DataFrames derived from it) see the same messages
     df = spark.read.format("ternmq").option("url", "tcp://127.0.0.1:61616") \\
         .option("destination", "queue://orders").load()
 
