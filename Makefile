@@ -3,16 +3,22 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# The spark extra (pyspark builds a ~450 MB wheel on first install): only what needs it.
+SPARK  := $(VENV)/.installed-spark
 
-.PHONY: venv install run demo test lint typecheck unit catalog-coverage bench clean
+.PHONY: venv install run demo pipeline-demo test lint typecheck unit catalog-coverage bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,spark]'
+	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-venv install: $(STAMP)
+$(SPARK): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,spark]'
+	touch $(SPARK)
+
+venv install: $(SPARK)
 
 ## make run: start the network broker (ternmq serve; data in ./data, port 61616)
 run: $(STAMP)
@@ -22,23 +28,27 @@ run: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/ternmq demo
 
-lint: $(STAMP)
+## make pipeline-demo: the example Spark pipeline (needs Java 17; see README)
+pipeline-demo: $(SPARK)
+	$(VENV)/bin/ternmq pipeline-demo
+
+lint: $(SPARK)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 
-typecheck: $(STAMP)
+typecheck: $(SPARK)
 	$(VENV)/bin/mypy
 
-unit: $(STAMP)
+unit: $(SPARK)
 	$(PY) -m pytest
 
-catalog-coverage: $(STAMP)
+catalog-coverage: $(SPARK)
 	$(PY) tools/catalog_coverage.py
 
 ## make test: lint, type-check, run the whole test suite, check catalog coverage
 test: lint typecheck unit catalog-coverage
 
-bench: $(STAMP)
+bench: $(SPARK)
 	$(PY) -m benchmarks
 
 clean:
