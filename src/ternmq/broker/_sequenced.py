@@ -211,6 +211,7 @@ def on_stage(broker: Broker, conn: BrokerConnection, req: c.Stage) -> c.Reply:
             "split the work over more transactions"
         )
     limit = broker.config.max_message_bytes
+    checked: set[str] = set()
     for send in req.messages:
         if len(send.message) > limit:
             raise ResourceAllocationException(
@@ -218,11 +219,13 @@ def on_stage(broker: Broker, conn: BrokerConnection, req: c.Stage) -> c.Reply:
             )
         if not 0 <= send.priority <= 9:
             raise JMSException(f"priority {send.priority} is outside 0..9")
-        dest = _send_dest(broker, conn, send.destination)
-        if dest.is_topic:
-            broker._topic(dest)
-        else:
-            broker._queue(dest)
+        if send.destination not in checked:
+            dest = _send_dest(broker, conn, send.destination)
+            if dest.is_topic:
+                broker._topic(dest)
+            else:
+                broker._queue(dest)
+            checked.add(send.destination)
     sends = req.messages
     if broker.populate_user_id:
         sends = [broker._stamp_user(conn, send) for send in sends]  # PROP-23
@@ -282,10 +285,14 @@ def on_commit_staged(broker: Broker, conn: BrokerConnection, req: c.CommitStaged
     if not duplicate:
         added: list[Entry] = []
         broker._tx_added = added
+        dests: dict[str, Destination] = {}
         try:
             for t in req.txids:
                 for send in broker._staged[t].sends:
-                    broker._publish(conn, _send_dest(broker, conn, send.destination), send)
+                    dest = dests.get(send.destination)
+                    if dest is None:
+                        dest = dests[send.destination] = _send_dest(broker, conn, send.destination)
+                    broker._publish(conn, dest, send)
                     published += 1
         except JMSException as exc:
             for entry in added:  # all or nothing, as a transaction commit (TX-02)

@@ -319,10 +319,12 @@ class SqliteStore:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
-            # Runs of message and staged inserts go to executemany (one C loop each); any
-            # other operation first flushes them, so the order of operations is kept.
+            # Runs of message inserts, staged inserts and message deletes go to executemany
+            # (one C loop each); any other operation first flushes them, so the order of
+            # operations is kept.
             inserts: list[tuple[object, ...]] = []
             staged: list[tuple[object, ...]] = []
+            deletes: list[tuple[str, int]] = []
             for op in actions:
                 if isinstance(op, AddMessage):
                     key = (op.dest, op.seq)
@@ -360,11 +362,12 @@ class SqliteStore:
                         )
                     )
                     continue
-                if inserts or staged:
-                    self._insert(inserts, staged)
-                if isinstance(op, RemoveMessage):
-                    db.execute("DELETE FROM messages WHERE dest=? AND seq=?", (op.dest, op.seq))
-                elif isinstance(op, AddSubscription):
+                if isinstance(op, RemoveMessage):  # a message of an earlier write
+                    deletes.append((op.dest, op.seq))
+                    continue
+                if inserts or staged or deletes:
+                    self._insert(inserts, staged, deletes)
+                if isinstance(op, AddSubscription):
                     db.execute(
                         "INSERT OR REPLACE INTO subscriptions VALUES(?,?,?,?,?,?,?)",
                         (
@@ -390,8 +393,8 @@ class SqliteStore:
                     db.execute(
                         "INSERT OR REPLACE INTO sinks VALUES(?,?)", (op.sink_id, op.batch_id)
                     )
-            if inserts or staged:
-                self._insert(inserts, staged)
+            if inserts or staged or deletes:
+                self._insert(inserts, staged, deletes)
             if counts:
                 db.executemany(
                     "UPDATE messages SET delivery_count=? WHERE dest=? AND seq=?",
@@ -409,8 +412,17 @@ class SqliteStore:
                 self._sync_log()
                 self._last_sync = now
 
-    def _insert(self, inserts: list[tuple[object, ...]], staged: list[tuple[object, ...]]) -> None:
-        """Write the pending message and staged rows, and empty both lists."""
+    def _insert(
+        self,
+        inserts: list[tuple[object, ...]],
+        staged: list[tuple[object, ...]],
+        deletes: list[tuple[str, int]],
+    ) -> None:
+        """Write the pending message and staged rows and delete the pending messages (keys
+        of earlier writes, so the order among them does not matter); empty the lists."""
+        if deletes:
+            self._db.executemany("DELETE FROM messages WHERE dest=? AND seq=?", deletes)
+            deletes.clear()
         if inserts:
             self._db.executemany("INSERT OR REPLACE INTO messages VALUES(?,?,?,?,?,?,?,?)", inserts)
             inserts.clear()
