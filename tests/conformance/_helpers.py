@@ -1,8 +1,9 @@
 """Helpers shared by the conformance tests (one copy of each; the test files import them).
 
-Only the public client API is used, except in :func:`lose_link`, :func:`held_bytes` and
-:func:`stored_counts`, which read or cut broker/transport internals for requirements no public
-API shows.
+Only the public client API is used, plus the admin ``Stat`` request (what ``ternmq stat``
+shows: :func:`broker_stats` and the helpers on it) for requirements about what the broker
+holds, except in :func:`lose_link`, which cuts the link under the client, and
+:func:`stored_counts`, which stops the broker to read its store.
 
 Every helper that waits takes a ``timeout``; its default is the wait the files that call it
 without one always used: 2.0 s for a message that must arrive (:func:`receive`,
@@ -17,15 +18,19 @@ the others work on the session or consumer they are given.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ternmq.client import Connection, ConnectionFactory, MessageConsumer, Session
+from ternmq.client._admin import stat
 from ternmq.destination import Queue, Topic
 from ternmq.errors import JMSException, JMSRuntimeException
 from ternmq.message import DeliveryMode, Message, TextMessage
+from ternmq.protocol.commands import DestinationStat, SubscriptionStat
+from ternmq.store import Store
 from ternmq.transport.vm import EmbeddedBroker
 
 # destinations several files use by these names
@@ -45,6 +50,16 @@ P = DeliveryMode.PERSISTENT
 # types of the ``make_broker`` and ``connect`` fixtures
 MakeBroker = Callable[..., EmbeddedBroker]
 Connect = Callable[..., Connection]
+
+
+@dataclasses.dataclass(frozen=True)
+class CrashBroker:
+    """A broker a test may crash (the ``crash_broker`` fixture): ``url``, and ``crash()``,
+    which ends it as a crash would (nothing more reaches its store) and returns the URL of a
+    broker recovered from that store."""
+
+    url: str
+    crash: Callable[[], str]
 
 
 # ---- threads and polling ---------------------------------------------------------------------
@@ -304,15 +319,58 @@ def lose_link(conn: Connection) -> None:
         transport.close()
 
 
+# ---- what the broker holds: the admin Stat request --------------------------------------------
+def broker_stats(broker: EmbeddedBroker) -> list[DestinationStat]:
+    """What the admin ``Stat`` request (``ternmq stat``) shows of every destination,
+    temporary ones included, read over a connection of its own."""
+    with ConnectionFactory(broker.url).create_connection() as conn:
+        return stat(conn)
+
+
 def held_bytes(broker: EmbeddedBroker) -> int:
-    """Bytes of message data the broker holds, all destinations together."""
-    engine = broker.broker
-    assert engine is not None
-    return int(engine.total_bytes)
+    """Bytes of message data the broker holds in memory, all destinations together."""
+    return sum(d.memory_bytes for d in broker_stats(broker))
+
+
+def queue_depth(broker: EmbeddedBroker, queue: Queue) -> int:
+    """Messages ``queue`` holds (waiting, scheduled, in flight); 0 when it does not exist."""
+    return next((d.depth for d in broker_stats(broker) if d.name == str(queue)), 0)
+
+
+def exists(broker: EmbeddedBroker, dest: Queue | Topic) -> bool:
+    """Whether the broker has the destination ``dest``."""
+    return any(d.name == str(dest) for d in broker_stats(broker))
+
+
+def subscriptions(broker: EmbeddedBroker, topic: Topic) -> list[SubscriptionStat]:
+    """The subscriptions of ``topic`` (sorted by name; none when the topic does not exist)."""
+    return next((d.subscriptions for d in broker_stats(broker) if d.name == str(topic)), [])
 
 
 def stored_counts(broker: EmbeddedBroker) -> dict[str, int]:
-    """Messages per destination key in the broker's store (what a restart would recover)."""
-    engine = broker.broker
-    assert engine is not None
-    return {key: len(msgs) for key, msgs in engine.store.load().messages.items() if msgs}
+    """Messages per destination key in the broker's store: what a restart would recover.
+
+    The broker is stopped (every connection to it fails), its store read, and the broker
+    started again on the same store and URL; the test goes on with new connections. A store
+    is the broker's own business, so this is the one helper that reads one: a server's or an
+    embedded broker's data directory with the store's ``load()``, or the embedded broker's
+    memory store.
+    """
+    broker.stop()
+    try:
+        data_dir = getattr(broker, "data_dir", None)
+        if data_dir is not None:
+            from ternmq.store.sqlite import SqliteStore
+
+            store: Store = SqliteStore(str(data_dir))
+            try:
+                messages = store.load().messages
+            finally:
+                store.close()
+        else:
+            memory = broker._store
+            assert memory is not None
+            messages = memory.load().messages
+    finally:
+        broker.start()
+    return {key: len(msgs) for key, msgs in messages.items() if msgs}

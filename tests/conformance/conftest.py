@@ -2,19 +2,20 @@
 
 The suite is written once and runs over every transport and store: the ``transport``
 parameter lists them — ``vm`` (embedded broker, in-memory store), ``vm+sqlite`` (embedded
-broker on the durable SQLite store in a fresh data directory) and ``tcp`` (the network server
-of ``ternmq serve`` on a SQLite store, one per broker, reached over a real socket: see
-``_tcp.py``). Tests that cannot run over tcp (the fake clock, see ``_tcp.py``) are marked
-``@pytest.mark.vm_only("why")`` and deselected for tcp; the run ends with their count.
-Tests ask for ``factory`` (a
-ConnectionFactory to a fresh broker), ``broker`` (that broker, for settings and inspection),
-or ``fake_broker`` / ``fake_factory`` / ``clock`` when time must be controlled; ``connect``
-opens connections that are closed after the test. Plain helper functions are in
-``_helpers.py``.
+broker on the durable SQLite store in a fresh data directory), ``tcp`` (a ``ternmq serve``
+process per broker on its SQLite store, reached over a real socket: see ``_tcp.py``) and, for
+the modules marked ``@pytest.mark.also_tls``, ``tls`` (the same server's TLS listener). Tests
+that cannot run over the network (the fake clock) are marked ``@pytest.mark.vm_only("why")``
+and deselected for tcp and tls; the run ends with their count. Tests ask for ``factory`` (a
+ConnectionFactory to a fresh broker), ``broker`` (that broker, for settings and restarts),
+``crash_broker`` (one that can crash), or ``fake_broker`` / ``fake_factory`` / ``clock`` when
+time must be controlled; ``connect`` opens connections that are closed after the test. Plain
+helper functions are in ``_helpers.py``.
 """
 
 from __future__ import annotations
 
+import pathlib
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -23,38 +24,74 @@ import pytest
 
 from ternmq.broker.clock import FakeClock
 from ternmq.client import Connection, ConnectionFactory
+from ternmq.store import MemoryStore
 from ternmq.transport.vm import EmbeddedBroker
 
-from ._helpers import Connect
+from ._helpers import Connect, CrashBroker
+from ._tcp import ServerBroker, ServerPool
 
 TRANSPORTS = ["vm", "vm+sqlite", "tcp"]
+NETWORK = ("tcp", "tls")
 
 
 def _name() -> str:
     return f"t-{uuid.uuid4().hex[:10]}"
 
 
-@pytest.fixture(params=TRANSPORTS)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "also_tls: a conformance module that also runs over tls:// (see conftest.py)"
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test that uses a broker runs once per transport; ``also_tls`` modules add tls.
+    Last of the parametrizations, so the transport varies fastest (``test_x[a-vm]``,
+    ``test_x[a-vm+sqlite]``, ``test_x[a-tcp]``, ``test_x[b-vm]``...): network runs are spread
+    out and the server pool refills between them."""
+    if "transport" in metafunc.fixturenames:
+        tls = metafunc.definition.get_closest_marker("also_tls") is not None
+        metafunc.parametrize("transport", [*TRANSPORTS, *(["tls"] if tls else [])], indirect=True)
+
+
+@pytest.fixture
 def transport(request: pytest.FixtureRequest) -> str:
     """The transport this run of the test uses."""
     return str(request.param)
 
 
+@pytest.fixture(scope="session")
+def server_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPool]:
+    """``ternmq serve`` processes for the tcp and tls runs (warm default ones in the
+    background); every one still running is killed when the session ends."""
+    pool = ServerPool(pathlib.Path(tmp_path_factory.mktemp("servers")))
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
 @pytest.fixture
 def make_broker(
-    transport: str, tmp_path_factory: pytest.TempPathFactory
+    transport: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[Callable[..., EmbeddedBroker]]:
     """Start a fresh broker with the given settings (``make_broker(max_delivery_attempts=3)``).
     On ``vm+sqlite`` it runs on the durable store in a new directory (unless the test passes
-    its own ``store``)."""
+    its own ``store``); on ``tcp`` and ``tls`` it is a ``ternmq serve`` process (a warm one
+    from the pool when there are no settings), SIGKILLed after the test."""
     started: list[Any] = []
+    pool: ServerPool | None = None
+    if transport in NETWORK:
+        pool = request.getfixturevalue("server_pool")
+        if transport == "tls" and pool.tls is None:
+            pytest.skip("no openssl command to make the TLS listener's certificate")
 
     def make(**settings: Any) -> EmbeddedBroker:
-        if transport == "tcp":
-            from ._tcp import ServerBroker
-
-            server = ServerBroker(str(tmp_path_factory.mktemp("data")), **settings).start()
+        if pool is not None:
+            server = pool.new(settings) if settings else pool.take()
             started.append(server)
+            server.scheme = "tls" if transport == "tls" else "tcp"
             return server  # type: ignore[return-value]  # duck-types the test-facing part
         if transport == "vm+sqlite" and "store" not in settings and "data_dir" not in settings:
             settings["data_dir"] = str(tmp_path_factory.mktemp("data"))
@@ -62,9 +99,14 @@ def make_broker(
         started.append(b)
         return b
 
-    yield make
-    for b in started:
-        b.stop()
+    try:
+        yield make
+    finally:
+        for b in started:
+            if isinstance(b, ServerBroker):
+                b.close()
+            else:
+                b.stop()
 
 
 @pytest.fixture
@@ -77,6 +119,26 @@ def broker(make_broker: Callable[..., EmbeddedBroker]) -> EmbeddedBroker:
 def factory(broker: EmbeddedBroker) -> ConnectionFactory:
     """A connection factory to ``broker``."""
     return ConnectionFactory(broker.url)
+
+
+@pytest.fixture
+def crash_broker(transport: str, make_broker: Callable[..., EmbeddedBroker]) -> CrashBroker:
+    """A fresh broker that the test can crash: ``crash_broker.url``, and
+    ``crash_broker.crash()``, which ends it as a crash would and returns the URL of a broker
+    recovered from what it had stored. Over tcp and tls the ``ternmq serve`` process is
+    SIGKILLed and a new one started on its data directory (same URL); in-process a second
+    embedded broker opens the first one's store (a MemoryStore object) while the first is
+    abandoned with its connections."""
+    if transport in NETWORK:
+        server: Any = make_broker()
+
+        def crash_server() -> str:
+            server.kill()
+            return str(server.start().url)
+
+        return CrashBroker(server.url, crash_server)
+    store = MemoryStore()
+    return CrashBroker(make_broker(store=store).url, lambda: make_broker(store=store).url)
 
 
 @pytest.fixture
@@ -129,12 +191,13 @@ def connect(factory: ConnectionFactory) -> Iterator[Connect]:
         conn.close()
 
 
-# ---- tcp: tests marked vm_only are deselected, and counted ----------------------------------
+# ---- tcp and tls: tests marked vm_only are deselected, and counted ----------------------------
 _VM_ONLY: dict[str, int] = {}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect the tcp runs of tests marked ``vm_only`` (never silently: see below)."""
+    """Deselect the tcp and tls runs of tests marked ``vm_only`` (never silently: see
+    below)."""
     keep, drop = [], []
     for item in items:
         callspec = getattr(item, "callspec", None)
@@ -142,7 +205,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if (
             marker is not None
             and callspec is not None
-            and callspec.params.get("transport") == "tcp"
+            and callspec.params.get("transport") in NETWORK
         ):
             drop.append(item)
             reason = str(marker.args[0]) if marker.args else "no reason given"
@@ -155,10 +218,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Say how many tcp runs were deselected, and why."""
+    """Say how many tcp and tls runs were deselected, and why."""
     if _VM_ONLY:
         reasons = ", ".join(f"{n} {why}" for why, n in sorted(_VM_ONLY.items()))
         terminalreporter.write_line(
-            f"conformance: {sum(_VM_ONLY.values())} tests marked vm_only did not run over tcp "
+            f"conformance: {sum(_VM_ONLY.values())} runs of tests marked vm_only did not run over "
+            "tcp/tls "
             f"({reasons})"
         )

@@ -26,6 +26,7 @@ from ternmq.errors import (
     JMSException,
     JMSRuntimeException,
     JMSSecurityException,
+    ResourceAllocationException,
 )
 from ternmq.message import Message
 from ternmq.transport.vm import EmbeddedBroker
@@ -46,11 +47,28 @@ WAIT = 5.0  # upper bound for "expect something"
 QUIET = 0.3  # real wait for "expect nothing"
 
 
-# ---- broker state (the only place that reads broker internals) ------------------------------
+# ---- broker state, through the public API ----------------------------------------------------
+LIMIT = 4  # max_connections of the brokers whose connections are counted
+
+
 def _broker_connection_count(broker: EmbeddedBroker) -> int:
-    """How many client connections the broker holds open (CONN-03: no half-open leftovers)."""
-    assert broker.broker is not None
-    return len(broker.broker.connections)
+    """How many client connections the broker holds open (CONN-03: no half-open leftovers).
+
+    The broker was made with ``max_connections=LIMIT`` and the credentials app/secret: open
+    connections until it refuses one with ResourceAllocationException; it held LIMIT minus
+    the number admitted. Every probe is closed again before this returns."""
+    probes: list[Connection] = []
+    factory = ConnectionFactory(broker.url, user="app", password="secret")
+    try:
+        for _ in range(LIMIT + 1):
+            try:
+                probes.append(factory.create_connection())
+            except ResourceAllocationException:
+                return LIMIT - len(probes)
+        raise AssertionError(f"the broker admitted {LIMIT + 1} connections past its limit")
+    finally:
+        for conn in probes:
+            conn.close()
 
 
 # ---- factory, authentication, creation -------------------------------------------------------
@@ -136,7 +154,7 @@ def test_s_conn_7_bad_password_raises_security_exception(
 ) -> None:
     """S-CONN-7, CONN-03, EXC-06: a rejected user/password raises JMSSecurityException (the
     checked flavour) at create_connection(), and leaves no connection on the broker."""
-    b = make_broker(users={"app": "secret"})
+    b = make_broker(users={"app": "secret"}, max_connections=LIMIT)
     f = ConnectionFactory(b.url)
     keep = f.create_connection(user="app", password="secret")
     try:
@@ -160,7 +178,7 @@ def test_s_conn_7_bad_password_on_create_context(
     credentials passed to create_context() win over the factory's."""
     from ternmq.errors import JMSSecurityRuntimeException
 
-    b = make_broker(users={"app": "secret"})
+    b = make_broker(users={"app": "secret"}, max_connections=LIMIT)
     f = ConnectionFactory(b.url, user="app", password="wrong")
     with pytest.raises(JMSSecurityRuntimeException) as ei:
         f.create_context(user="app", password="wrong")

@@ -310,23 +310,33 @@ def test_exc_03_classic_objects_raise_checked_flavours(
 
 
 def test_exc_04_store_failure_surfaces_as_jms_exception(
-    make_broker: Callable[..., EmbeddedBroker],
+    make_broker: Callable[..., EmbeddedBroker], transport: str
 ) -> None:
     """EXC-04: a failure inside the provider (here the broker's store cannot write) surfaces
-    from the API call as a JMSException that says what failed, never as a bare OSError."""
-    store = FailingStore()
-    b = make_broker(store=store)
+    from the API call as a JMSException that says what failed, never as a bare OSError.
+    In-process the store is a FailingStore; a ``ternmq serve`` process gets a file-size limit
+    of 0, so SQLite's writes fail as on a full disk."""
+    fail: Callable[[bool], None]
+    if transport in ("tcp", "tls"):
+        b: Any = make_broker()
+        fail, cause = b.fail_writes, "disk I/O error"
+    else:
+        store = FailingStore()
+        b = make_broker(store=store)
+        fail, cause = (lambda on: setattr(store, "armed", on)), "No space left on device"
     with ConnectionFactory(b.url).create_connection() as conn:
         s = conn.create_session()
         p = s.create_producer(Q)
         p.send(s.create_text_message("before"))
-        store.armed = True
-        with pytest.raises(Exception) as ei:
-            p.send(s.create_text_message("during"))
+        fail(True)
+        try:
+            with pytest.raises(Exception) as ei:
+                p.send(s.create_text_message("during"))
+        finally:
+            fail(False)
         assert isinstance(ei.value, JMSException), f"leaked {ei.value!r}"
         assert not isinstance(ei.value, OSError)
-        assert "No space left on device" in str(ei.value)
-        store.armed = False
+        assert "store" in str(ei.value) and cause in str(ei.value), str(ei.value)
         p.send(s.create_text_message("after"))  # the connection survived
 
 

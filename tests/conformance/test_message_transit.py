@@ -1,5 +1,6 @@
 """Message headers, properties and bodies through a real broker (HDR, PROP, BODY items that
-need a send and a receive; the message-level halves are in tests/message/)."""
+need a send and a receive; the message-level halves are in tests/message/). Runs over every
+transport, and over tls:// as well (every body type and header through the TLS layer)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from ternmq import (
 )
 from ternmq.broker.clock import FakeClock
 from ternmq.client import Connection
+
+pytestmark = pytest.mark.also_tls  # also over tls://, the server's TLS listener
 
 
 def _pair(conn: Connection, dest: Queue | Topic, mode: int = Session.AUTO_ACKNOWLEDGE) -> Any:

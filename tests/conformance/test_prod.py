@@ -29,10 +29,10 @@ from ternmq.errors import (
     UnsupportedOperationException,
 )
 from ternmq.message import DeliveryMode, Message, TextMessage
-from ternmq.store import MemoryStore
 
 from ._helpers import (
     Q2,
+    CrashBroker,
     MakeBroker,
     Q,
     T,
@@ -434,18 +434,17 @@ def test_prod_14_send_after_close_raises(factory: ConnectionFactory) -> None:
 
 
 def test_prod_15_persistent_survives_restart_non_persistent_never_twice(
-    make_broker: MakeBroker,
+    crash_broker: CrashBroker,
 ) -> None:
     """PROD-15: after a crash/restart a PERSISTENT message is there exactly once; a
     NON_PERSISTENT one may be lost but never comes twice."""
-    store = MemoryStore()
-    factory = ConnectionFactory(make_broker(store=store).url)
+    factory = ConnectionFactory(crash_broker.url)
     conn = factory.create_connection()
     session = conn.create_session()
     p = session.create_producer(Q)
     p.send(session.create_text_message("persistent"), delivery_mode=DeliveryMode.PERSISTENT)
     p.send(session.create_text_message("transient"), delivery_mode=DeliveryMode.NON_PERSISTENT)
-    after = ConnectionFactory(make_broker(store=store).url)  # recovers the store as it is now
+    after = ConnectionFactory(crash_broker.crash())  # recovers the store as it is now
     got = drain_via(after, Q)
     assert got.count("persistent") == 1
     assert got.count("transient") <= 1

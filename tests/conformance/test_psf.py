@@ -37,6 +37,7 @@ from ._helpers import (
     drain,
     marks,
     new_session,
+    queue_depth,
     receive,
     send,
     text_message,
@@ -76,13 +77,11 @@ def _fill(session: Session, dest: Queue, body: str, limit: int = 500) -> int:
     raise AssertionError(f"{limit} sends never filled {dest}")
 
 
-# ------------------------------------------------------- broker internals (one place)
-# Only for requirements about broker state that no public API shows.
+# ------------------------------------------------------- broker state (one place)
+# Only for requirements about broker state that no JMS API shows: the admin Stat request.
 def _depth(broker: EmbeddedBroker, name: str) -> int:
     """Messages a queue holds (waiting, scheduled, in flight) as the broker sees them."""
-    assert broker.broker is not None
-    q = broker.broker.queues.get(Queue(name))
-    return 0 if q is None else q.depth
+    return queue_depth(broker, Queue(name))
 
 
 # ---------------------------------------------------------------------------- PSF-01

@@ -1,8 +1,8 @@
 """Point-to-point conformance: queues, several consumers, QueueBrowser (catalog PTP).
 
 Every test uses only the public API and the shared fixtures, so the file runs unchanged over
-every transport. Time is driven with the fake clock; a "receives nothing" check waits
-``NOTHING`` seconds of real time.
+every transport, and over tls:// as well. Time is driven with the fake clock; a "receives
+nothing" check waits ``NOTHING`` seconds of real time.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from ._helpers import (
     browse,
     delivery_count,
     drain,
+    exists,
     lose_link,
     marks,
     new_session,
@@ -38,15 +39,16 @@ from ._helpers import (
     texts,
 )
 
+pytestmark = pytest.mark.also_tls  # also over tls://, the server's TLS listener
+
 NOTHING = 0.1  # seconds a "receives nothing" check waits (drain() waits as long)
 WAIT = 2.0  # seconds a "receives a message" check may wait (receive() too)
 
 
-# ------------------------------------------------------- broker internals (one place)
-# Only for requirements about broker state that no public API shows.
+# ------------------------------------------------------- broker state (one place)
+# Only for requirements about broker state that no JMS API shows: the admin Stat request.
 def _broker_knows_queue(broker: EmbeddedBroker, name: str) -> bool:
-    assert broker.broker is not None
-    return Queue(name) in broker.broker.queues
+    return exists(broker, Queue(name))
 
 
 # ---------------------------------------------------------------------------- PTP-01, 02

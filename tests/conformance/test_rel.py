@@ -2,8 +2,9 @@
 expiry and delivery delay (catalog REL).
 
 Restart durability on disk (REL-01 "survives a restart", REL-09, REL-S1 with ``data_dir``) is the
-durable store's issue; here the broker is restarted in-process on its memory store
-(``EmbeddedBroker.stop()`` then ``start()``), which exercises the same recovery path.
+durable store's issue; here the broker is restarted with ``stop()`` then ``start()``: an embedded
+broker on its memory store or data directory, or a ``ternmq serve`` process stopped with SIGTERM
+and started again on its data directory and port.
 Time is driven with the fake clock; a "receives nothing" check waits ``NOTHING`` seconds.
 """
 
@@ -70,7 +71,7 @@ class _Recorder:
 
 
 def _restart(broker: EmbeddedBroker) -> None:
-    """Stop the embedded broker and start it again on the same (memory) store."""
+    """Stop the broker and start it again on the same store, at the same URL."""
     broker.stop()
     broker.start()
 

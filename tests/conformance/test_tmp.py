@@ -299,16 +299,17 @@ def test_tmp_10_persistent_messages_on_temporary_queues(
     connect: Connect, broker: EmbeddedBroker
 ) -> None:
     """TMP-10: a PERSISTENT send to a temporary queue succeeds and the message arrives as
-    PERSISTENT, but the broker keeps it in memory only (nothing in the store)."""
-    owner = connect().create_session()
+    PERSISTENT, but the broker keeps it in memory only (nothing in the store, even while it
+    is still held unacknowledged)."""
+    owner = connect().create_session(False, Session.CLIENT_ACKNOWLEDGE)
     tq = owner.create_temporary_queue()
     producer = connect().create_session().create_producer(tq)
     assert producer.delivery_mode == DeliveryMode.PERSISTENT
     producer.send(owner.create_text_message("p"))
     _send(owner, Queue("durable-q"), "control")  # a real queue's persistent message is stored
-    assert set(stored_counts(broker)) == {"queue://durable-q"}
-    msg = receive(owner.create_consumer(tq))
+    msg = receive(owner.create_consumer(tq))  # held: not acknowledged
     assert text_or_none(msg) == "p" and msg.jms_delivery_mode == DeliveryMode.PERSISTENT
+    assert set(stored_counts(broker)) == {"queue://durable-q"}
 
 
 def test_tmp_11_subscriptions_on_a_temporary_topic(connect: Connect) -> None:

@@ -1,9 +1,10 @@
 """Conformance: local transactions (TX).
 
 Every test names the catalog IDs it proves (requirements-api-a.md, "TX"). Only the public
-client API and the shared fixtures are used. Crash tests restart a broker on the same store
-object (``EmbeddedBroker(store=...)``): what a broker recovers from its store is exactly what
-survives a crash. XA is not implemented and not tested here.
+client API and the shared fixtures are used. Crash tests use the ``crash_broker`` fixture: a
+``ternmq serve`` process is SIGKILLed and restarted on its data directory; in-process a second
+broker recovers from the first one's store object, which is exactly what survives a crash.
+XA is not implemented and not tested here.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ from ternmq.errors import (
     TransactionRolledBackException,
 )
 from ternmq.message import Message
-from ternmq.store import MemoryStore
 
 from ._helpers import (
     Q2,
     Completion,
+    CrashBroker,
     MakeBroker,
     Q,
     T,
@@ -505,11 +506,12 @@ def test_tx_14_own_send_not_receivable_in_same_transaction(
 # ---- crash behaviour -----------------------------------------------------------------------
 
 
-def test_tx_15_committed_survives_crash_uncommitted_never_appears(make_broker: MakeBroker) -> None:
+def test_tx_15_committed_survives_crash_uncommitted_never_appears(
+    crash_broker: CrashBroker,
+) -> None:
     """TX-15, TX-02: after a crash a committed PERSISTENT message is there once; a message of
     an uncommitted or rolled-back transaction never appears."""
-    store = MemoryStore()
-    factory = ConnectionFactory(make_broker(store=store).url)
+    factory = ConnectionFactory(crash_broker.url)
     conn = factory.create_connection()
     session = conn.create_session(True)
     producer = session.create_producer(Q)
@@ -518,18 +520,16 @@ def test_tx_15_committed_survives_crash_uncommitted_never_appears(make_broker: M
     producer.send(session.create_text_message("rolled back"))
     session.rollback()
     producer.send(session.create_text_message("open"))
-    # crash: a new broker recovers from the store as it is now (the old one is abandoned)
-    after = ConnectionFactory(make_broker(store=store).url)
+    after = ConnectionFactory(crash_broker.crash())  # recovers the store as it is now
     assert drain_via(after, Q) == ["committed"]
     conn.close()
 
 
-def test_tx_02_atomic_across_crash(make_broker: MakeBroker) -> None:
+def test_tx_02_atomic_across_crash(crash_broker: CrashBroker) -> None:
     """TX-02, TX-15: after a crash either all of a transaction is visible or none of it: the
     committed receive stays consumed and its send is there; the open transaction's receive is
     back and its send is absent."""
-    store = MemoryStore()
-    factory = ConnectionFactory(make_broker(store=store).url)
+    factory = ConnectionFactory(crash_broker.url)
     send_via(factory, Q, "r1", "r2")
     conn = factory.create_connection()
     conn.start()
@@ -541,7 +541,7 @@ def test_tx_02_atomic_across_crash(make_broker: MakeBroker) -> None:
     session.commit()
     assert text(consumer.receive(WAIT)) == "r2"
     producer.send(session.create_text_message("s2"))
-    after = ConnectionFactory(make_broker(store=store).url)  # crash before the 2nd commit
+    after = ConnectionFactory(crash_broker.crash())  # a crash before the 2nd commit
     assert drain_via(after, Q) == ["r2"]
     assert drain_via(after, Q2) == ["s1"]
     conn.close()

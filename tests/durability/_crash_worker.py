@@ -1,11 +1,15 @@
-"""The process the crash test kills: an embedded broker on a data dir plus producer and
-consumer threads, each writing what it has *completed* to a journal.
+"""The clients of the crash test: producer and consumer threads, each writing what it has
+*completed* to a journal, with an embedded broker on a data dir or against a network broker.
 
-Usage: ``python _crash_worker.py DATA_DIR JOURNAL SEED``
+Usage: ``python _crash_worker.py DATA_DIR JOURNAL SEED`` (an embedded broker on DATA_DIR) or
+``python _crash_worker.py tcp://HOST:PORT JOURNAL SEED`` (the broker is a ``ternmq serve``
+process of the test's).
 
 Theory of operation
 -------------------
-The broker is embedded, so "the broker crashes" means "this process is SIGKILLed". Every
+With the broker embedded, "the broker crashes" means "this process is SIGKILLed". Against a
+``ternmq serve`` process the test freezes this process (SIGSTOP), SIGKILLs the server, then
+kills this process: the journal ends where the application was when the broker died. Every
 thread appends one JSON line per step to ``JOURNAL`` with ``os.write`` on a descriptor opened
 with ``O_APPEND`` (no user-space buffer: a line is in the kernel before the next step starts,
 and the kernel keeps it when the process dies). A line is written only *after* the call it
@@ -86,9 +90,9 @@ def recv_record(place: str, m: Message, tx: str | None = None) -> None:
 
 
 class Worker:
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, url: str) -> None:
         self.seed = seed
-        self.factory = ConnectionFactory(f"vm://{BROKER}")
+        self.factory = ConnectionFactory(url)
 
     def rng(self, name: str) -> random.Random:
         return random.Random(f"{self.seed}-{name}")
@@ -302,10 +306,14 @@ def _guard(name: str, fn: Callable[[], None]) -> Callable[[], None]:
 
 def main() -> None:
     global _fd
-    data_dir, journal, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    where, journal, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
     _fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    EmbeddedBroker(BROKER, data_dir, max_delivery_attempts=-1).start()
-    worker = Worker(seed)
+    if where.startswith("tcp://"):
+        url = where
+    else:
+        EmbeddedBroker(BROKER, where, max_delivery_attempts=-1).start()
+        url = f"vm://{BROKER}"
+    worker = Worker(seed, url)
     # Both durable subscriptions exist before any message is published.
     setup = worker.factory.create_connection()
     setup.client_id = CLIENT_ID

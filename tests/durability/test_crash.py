@@ -11,14 +11,21 @@ PROD-17 (a delayed message is not delivered before its delivery time, before or 
 crash), SUB-01/SUB-03 (the selector of a durable subscription still applies after restart).
 Also ``what-users-ask-for.md`` item 5: kill -9 must not lose confirmed messages.
 
-How: ``_crash_worker.py`` runs an embedded broker on a fresh data dir with producer and
-consumer threads that journal every completed step (see its docstring). The test starts it,
-waits until it is busy, waits a random 0.05-1.2 s more, SIGKILLs its process group, reopens the
-data dir with ``EmbeddedBroker(name, data_dir)`` in this process, drains every queue and both
-durable subscriptions (re-attached with the same client id, name, topic and selector), and
-checks the result against the journal. ``KILLS`` runs, each on a fresh directory under
-``tmp_path``. The random moments come from ``random.Random(seed)``; the base seed is printed
-in every failure and can be fixed with ``TERNMQ_CRASH_SEED``.
+How: ``_crash_worker.py`` runs producer and consumer threads that journal every completed
+step (see its docstring). The test starts it, waits until it is busy, waits a random 0.05-1.2 s
+more, and kills the broker:
+
+- embedded: the worker runs the broker on a fresh data dir; its process group is SIGKILLed;
+- network: the broker is a ``ternmq serve`` process (port 0, a fresh data dir) and the worker's
+  clients reach it over ``tcp://``; the worker is frozen (SIGSTOP, so its journal ends where the
+  application was), the server SIGKILLed, then the worker killed.
+
+Then the data dir is reopened (an ``EmbeddedBroker`` in this process, or a new ``ternmq serve``
+on it), every queue and both durable subscriptions are drained (re-attached with the same
+client id, name, topic and selector; the admin ``Stat`` request says how many messages each
+holds) and the result is checked against the journal. ``KILLS`` runs of each, each on a fresh
+directory under ``tmp_path``. The random moments come from ``random.Random(seed)``; the base
+seed is printed in every failure and can be fixed with ``TERNMQ_CRASH_SEED``.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ import json
 import os
 import pathlib
 import random
+import re
+import select
 import signal
 import subprocess
 import sys
@@ -40,7 +49,8 @@ from typing import Any
 import pytest
 
 from ternmq.client import ConnectionFactory, Session
-from ternmq.destination import Queue, Topic, destination
+from ternmq.client._admin import stat
+from ternmq.destination import Queue, Topic
 from ternmq.store.sqlite import SqliteStore
 from ternmq.transport.vm import EmbeddedBroker
 
@@ -52,6 +62,10 @@ SELECTOR = "kind = 'keep'"
 READY_TIMEOUT = 20.0  # the worker's start (interpreter, imports, broker) on a loaded machine
 DRAIN_TIMEOUT = 20.0
 QUIET = 0.05  # a receive that waits this long and finds nothing ends a drain (with depth 0)
+STOP_TIMEOUT = 30.0  # a graceful stop of the verifying server
+# The worker's settings: nothing dead-letters (the verifier's receipts count as deliveries).
+SERVER_CONFIG = 'log_level = "warning"\n[broker]\nmax_delivery_attempts = -1\n'
+_LISTENING = re.compile(rb"ternmq listening on (tcp://127\.0\.0\.1:\d+)")
 
 # Where a message sent to each journal ``dest`` must be found.
 PLACES: dict[str, tuple[str, ...]] = {
@@ -81,33 +95,112 @@ class Run:
         )
 
 
-def run_and_kill(tmp_path: pathlib.Path, seed: int) -> Run:
-    """Start the worker, wait for its ``ready`` line, then a random moment; SIGKILL it."""
+class Server:
+    """A ``ternmq serve`` process on ``data_dir`` (127.0.0.1, port 0), its log in ``workdir``.
+
+    Raises:
+        AssertionError: it did not print its listening line within ``READY_TIMEOUT``.
+    """
+
+    def __init__(self, workdir: pathlib.Path, data_dir: pathlib.Path) -> None:
+        config = workdir / "server.toml"
+        config.write_text(SERVER_CONFIG, encoding="utf-8")
+        self.log_path = workdir / "server.log"
+        script = pathlib.Path(sys.executable).with_name("ternmq")
+        serve = [str(script)] if script.exists() else [sys.executable, "-m", "ternmq.cli"]
+        argv = [*serve, "serve", "--port", "0", "--config", str(config)]
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [*argv, "--data-dir", str(data_dir)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+            )
+        try:
+            self.url = self._listening()
+        except BaseException:
+            self.kill()
+            raise
+
+    def _listening(self) -> str:
+        assert self.proc.stdout is not None
+        fd, buf = self.proc.stdout.fileno(), b""
+        deadline = time.monotonic() + READY_TIMEOUT
+        while (m := _LISTENING.search(buf)) is None:
+            left = deadline - time.monotonic()
+            ready = select.select([fd], [], [], left)[0] if left > 0 else []
+            chunk = os.read(fd, 4096) if ready else b""
+            if not chunk:
+                raise AssertionError(f"ternmq serve did not start; log:\n{self.log()}")
+            buf += chunk
+        return m.group(1).decode()
+
+    def log(self) -> str:
+        return _read(self.log_path).decode(errors="replace")[-4000:]
+
+    def kill(self) -> None:
+        """SIGKILL and wait (a no-op once it is gone)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+    def stop(self) -> int | None:
+        """SIGTERM; the exit status (None: it did not stop in time and was killed)."""
+        self.proc.terminate()
+        try:
+            return self.proc.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return None
+        finally:
+            self.kill()
+
+
+def run_and_kill(tmp_path: pathlib.Path, seed: int, *, network: bool = False) -> Run:
+    """Start the worker (and, with ``network``, the server it uses), wait for its ``ready``
+    line, then a random moment; kill the broker (see the module docstring)."""
     run = Run(seed, tmp_path / "data", tmp_path / "journal.jsonl")
     run.delay = random.Random(seed).uniform(0.05, 1.2)
     stderr = tmp_path / "worker.err"
-    with stderr.open("wb") as err:
-        proc = subprocess.Popen(
-            [sys.executable, str(WORKER), str(run.data_dir), str(run.journal), str(seed)],
-            start_new_session=True,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
+    server = Server(tmp_path, run.data_dir) if network else None
     try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while b'"op":"ready"' not in _read(run.journal):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                text = _read(stderr).decode(errors="replace")
-                pytest.fail(f"the crash worker never became ready ({run.where()}):\n{text}")
-            time.sleep(0.01)
-        time.sleep(run.delay)
-        assert proc.poll() is None, f"the worker ended before the kill ({run.where()}):\n" + _read(
-            stderr
-        ).decode(errors="replace")
+        where = str(run.data_dir) if server is None else server.url
+        with stderr.open("wb") as err:
+            proc = subprocess.Popen(
+                [sys.executable, str(WORKER), where, str(run.journal), str(seed)],
+                start_new_session=True,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
+        try:
+            deadline = time.monotonic() + READY_TIMEOUT
+            while b'"op":"ready"' not in _read(run.journal):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    text = _read(stderr).decode(errors="replace")
+                    pytest.fail(f"the crash worker never became ready ({run.where()}):\n{text}")
+                time.sleep(0.01)
+            time.sleep(run.delay)  # the random moment of the crash, not a synchronisation
+            assert proc.poll() is None, (
+                f"the worker ended before the kill ({run.where()}):\n"
+                + _read(stderr).decode(errors="replace")
+            )
+            if server is not None:
+                assert server.proc.poll() is None, f"the server died ({run.where()}):\n" + (
+                    server.log()
+                )
+                os.killpg(proc.pid, signal.SIGSTOP)
+                _, status = os.waitpid(proc.pid, os.WUNTRACED)  # frozen: the journal is final
+                assert os.WIFSTOPPED(status), f"the worker did not stop: status {status}"
+                server.kill()
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+        if server is not None:
+            server.kill()
     return run
 
 
@@ -135,29 +228,32 @@ class Got:
     at: int
 
 
-def _depth(embedded: EmbeddedBroker, place: str) -> int:
-    """Messages the broker still holds at ``place``: waiting, scheduled or in flight."""
-    with embedded.lock:
-        engine = embedded.broker
-        assert engine is not None
-        if place in SUBSCRIPTIONS:
-            sub = engine.durable.get((CLIENT_ID, place))
-            return 0 if sub is None else int(sub.queue.depth)
-        q = engine.queues.get(destination(f"queue://{place}"))
-        return 0 if q is None else int(q.depth)
+def _depths(admin: Any) -> dict[str, int]:
+    """Messages the broker holds per place (waiting, scheduled or in flight), from the admin
+    Stat request; a place it does not have holds 0."""
+    out: dict[str, int] = {}
+    for d in stat(admin):
+        if d.name.startswith("queue://"):
+            out[d.name.removeprefix("queue://")] = d.depth
+        for sub in d.subscriptions:
+            if sub.name.startswith(f"{CLIENT_ID}:"):
+                out[sub.name.removeprefix(f"{CLIENT_ID}:")] = sub.depth
+    return out
 
 
-def drain(data_dir: pathlib.Path) -> tuple[dict[str, list[Got]], list[str]]:
-    """Restart on ``data_dir`` and receive everything, one thread per place; nothing is
-    acknowledged. Returns what each place held and the durable subscriptions recovered."""
-    name = f"crash-verify-{uuid.uuid4().hex[:8]}"
-    # The worker's settings: nothing dead-letters when the verifier's session closes.
-    embedded = EmbeddedBroker(name, str(data_dir), max_delivery_attempts=-1).start()
-    try:
-        engine = embedded.broker
-        assert engine is not None
-        recovered = sorted(f"{k[0]}:{k[1]}" for k in engine.durable)
-        conn = ConnectionFactory(embedded.url).create_connection()
+def drain(url: str) -> tuple[dict[str, list[Got]], list[str]]:
+    """Receive everything the restarted broker at ``url`` holds, one thread per place;
+    nothing is acknowledged. Returns what each place held and the durable subscriptions the
+    broker had recovered before they were re-attached."""
+    factory = ConnectionFactory(url)
+    with factory.create_connection() as admin:
+        recovered = sorted(
+            sub.name
+            for d in stat(admin)
+            for sub in d.subscriptions
+            if sub.kind in ("durable", "shared_durable")
+        )
+        conn = factory.create_connection()
         conn.client_id = CLIENT_ID
         got: dict[str, list[Got]] = {p: [] for p in (*QUEUES, *SUBSCRIPTIONS)}
         consumers = {}
@@ -188,7 +284,7 @@ def drain(data_dir: pathlib.Path) -> tuple[dict[str, list[Got]], list[str]]:
                             time.time_ns() // 1_000_000,
                         )
                     )
-                elif len(out) >= _depth(embedded, place):
+                elif len(out) >= _depths(admin).get(place, 0):
                     return
 
         threads = [threading.Thread(target=take, args=(p,), daemon=True) for p in got]
@@ -196,12 +292,35 @@ def drain(data_dir: pathlib.Path) -> tuple[dict[str, list[Got]], list[str]]:
             t.start()
         for t in threads:
             t.join(DRAIN_TIMEOUT + 5)
-        stuck = [p for p in got if len(got[p]) < _depth(embedded, p)]
+        depths = _depths(admin)
+        stuck = [p for p in got if len(got[p]) < depths.get(p, 0)]
         assert not stuck, f"could not drain {stuck} within {DRAIN_TIMEOUT} s"
         conn.close()
+    return got, recovered
+
+
+def drain_embedded(data_dir: pathlib.Path) -> tuple[dict[str, list[Got]], list[str]]:
+    """:func:`drain` with an embedded broker on ``data_dir`` in this process."""
+    name = f"crash-verify-{uuid.uuid4().hex[:8]}"
+    embedded = EmbeddedBroker(name, str(data_dir), max_delivery_attempts=-1).start()
+    try:
+        return drain(embedded.url)
     finally:
         embedded.stop()
-    return got, recovered
+
+
+def drain_served(
+    workdir: pathlib.Path, data_dir: pathlib.Path
+) -> tuple[dict[str, list[Got]], list[str]]:
+    """:func:`drain` with a new ``ternmq serve`` process on ``data_dir``, which must then
+    stop gracefully (exit status 0)."""
+    server = Server(workdir, data_dir)
+    try:
+        result = drain(server.url)
+    finally:
+        code = server.stop()
+    assert code == 0, f"the verifying server exited with {code}:\n{server.log()}"
+    return result
 
 
 # ---- the journal's promises ---------------------------------------------------------------
@@ -362,18 +481,10 @@ def _summary(journal: list[dict[str, Any]], got: dict[str, list[Got]]) -> str:
     return f"journal {dict(ops)}; after restart {held}"
 
 
-@pytest.mark.parametrize("run_no", range(KILLS))
-def test_sigkill_at_a_random_moment_loses_and_duplicates_nothing(
-    tmp_path: pathlib.Path, run_no: int
+def _verify(
+    run: Run, journal: list[dict[str, Any]], got: dict[str, list[Got]], recovered: list[str]
 ) -> None:
-    """REL-01, REL-05, REL-06, REL-09, REL-12, SUB-17, TX-02..TX-04, TX-15, PROD-13, PROD-15,
-    PROD-17, PROD-22, A-15: after a SIGKILL at a random moment and a restart, every send that
-    returned is there, nothing acknowledged or committed comes back, no rolled-back or
-    uncommitted send appears, each message at most once, and messages delivered before the
-    kill carry the redelivered flag and a count >= 2."""
-    run = run_and_kill(tmp_path, BASE_SEED + run_no)
-    journal = read_journal(run.journal)
-    got, recovered = drain(run.data_dir)
+    """Check the drained broker against the journal, then its store against the drain."""
     problems = check(journal, got)
     if not {"crash-sub:dsub", "crash-sub:idle"} <= set(recovered):
         problems.append(f"durable subscriptions after restart: {recovered} (REL-09, SUB-17)")
@@ -397,6 +508,35 @@ def test_sigkill_at_a_random_moment_loses_and_duplicates_nothing(
         f"durable subscriptions: {in_subs} stored after the verifying run, "
         f"{len(got['dsub']) + len(got['idle'])} delivered in it ({run.where()})"
     )
+
+
+@pytest.mark.parametrize("run_no", range(KILLS))
+def test_sigkill_at_a_random_moment_loses_and_duplicates_nothing(
+    tmp_path: pathlib.Path, run_no: int
+) -> None:
+    """REL-01, REL-05, REL-06, REL-09, REL-12, SUB-17, TX-02..TX-04, TX-15, PROD-13, PROD-15,
+    PROD-17, PROD-22, A-15: after a SIGKILL at a random moment and a restart, every send that
+    returned is there, nothing acknowledged or committed comes back, no rolled-back or
+    uncommitted send appears, each message at most once, and messages delivered before the
+    kill carry the redelivered flag and a count >= 2."""
+    run = run_and_kill(tmp_path, BASE_SEED + run_no)
+    journal = read_journal(run.journal)
+    got, recovered = drain_embedded(run.data_dir)
+    _verify(run, journal, got, recovered)
+
+
+@pytest.mark.parametrize("run_no", range(KILLS))
+def test_sigkill_of_ternmq_serve_over_tcp_loses_and_duplicates_nothing(
+    tmp_path: pathlib.Path, run_no: int
+) -> None:
+    """REL-01, REL-05, REL-06, REL-09, REL-12, SUB-17, TX-02..TX-04, TX-15, PROD-13, PROD-15,
+    PROD-17, PROD-22, A-15, over the network: the same promises when the broker is a
+    ``ternmq serve`` process SIGKILLed at a random moment under clients that reach it over
+    tcp://, and a new ``ternmq serve`` recovers its data dir."""
+    run = run_and_kill(tmp_path, BASE_SEED + 1000 + run_no, network=True)
+    journal = read_journal(run.journal)
+    got, recovered = drain_served(tmp_path, run.data_dir)
+    _verify(run, journal, got, recovered)
 
 
 # ---- the checker itself -------------------------------------------------------------------
