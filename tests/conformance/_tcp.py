@@ -38,6 +38,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import errno
 import itertools
 import json
 import math
@@ -53,7 +54,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 from ternmq.broker.config import BrokerConfig, DestinationPolicy
 from ternmq.server.config import Limits
@@ -358,13 +359,7 @@ class ServerBroker:
             str(self.data_dir),
         ]
         with self.log_path.open("ab") as log:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                start_new_session=True,  # a Ctrl-C of the test run is for pytest only
-            )
+            proc = _popen(argv, log)
         with _live_lock:
             _live.add(proc)
         self.proc = proc
@@ -415,6 +410,29 @@ class ServerBroker:
     def _reap(self) -> None:
         proc, self.proc = self.proc, None
         _reap(proc)
+
+
+def _popen(argv: list[str], log: IO[bytes]) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a session of its own (a Ctrl-C of the test run is for pytest only),
+    stdout to a pipe, stderr to ``log``.
+
+    Once in some thousands of starts from the pool's threads, exec reported EFAULT ("Bad
+    address") for the console script (CPython's vfork path in a threaded process; not
+    reproduced alone): that error alone is retried, at most ``START_ATTEMPTS`` times.
+    """
+    for attempt in range(START_ATTEMPTS):
+        try:
+            return subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            if exc.errno != errno.EFAULT or attempt == START_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _reap(proc: subprocess.Popen[bytes] | None) -> None:
