@@ -340,9 +340,14 @@ def test_client_that_does_not_read_holds_nobody_up(serve: Serve) -> None:
     """A consumer that stops reading its socket: the server buffers only up to its prefetch,
     other clients carry on, and once it reads again it gets every message in order."""
     server = serve("[limits]\nwrite_buffer_high = 65536\nwrite_buffer_low = 16384\n")
+    # 300 x 28 KB = 8.4 MB: more than the server's socket send buffer (at most 4 MB by
+    # default, net.ipv4.tcp_wmem) and the client's receive buffer hold, so the rest waits in
+    # the server's own write buffer, far past write_buffer_high. The receive buffer stays
+    # above half the loopback MSS: a smaller one (4 KB) makes the kernel trickle the data at
+    # one window per 200 ms retransmission tick, about 40 KB/s, once the client reads again.
     n = 300
     with Raw(server.port) as slow, Raw(server.port) as producer:
-        slow.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
         slow.connect()
         slow.request(c.CreateSession(session_id=1))
         slow.request(
@@ -351,7 +356,7 @@ def test_client_that_does_not_read_holds_nobody_up(serve: Serve) -> None:
         producer.connect()
         producer.request(c.CreateSession(session_id=1))
         for i in range(n):
-            body = text_message(f"{i:04d}" + "x" * 8000)
+            body = text_message(f"{i:04d}" + "x" * 28_000)
             reply = producer.request(
                 c.Send(session_id=1, destination="queue://flood", message=body, persistent=False)
             )
