@@ -20,8 +20,8 @@ short), ``users={name: password}`` to ``[users]`` (scrypt hashes, cheap paramete
 clock or a store object cannot reach another process: :func:`server_toml` says so
 (``TypeError``) and such tests carry ``@pytest.mark.vm_only``.
 
-Cost: a server process is ~0.3 s of interpreter start-up and ~40 MB, and the tcp run has
-~560 tests. Most want a default broker, so :class:`ServerPool` keeps ``POOL_SIZE`` default
+Cost: a server process is ~0.22 s of CPU to start (interpreter and imports) and ~40 MB, and
+the tcp and tls runs have ~600 tests. Most want a default broker, so :class:`ServerPool` keeps ``POOL_SIZE`` default
 servers started (or starting) in the background; a test takes a warm one and another starts
 while the test runs (the suite mostly waits on timeouts, so the start-up overlaps that wait).
 Tests with settings start their own server and wait for it. At teardown a server is
