@@ -24,9 +24,7 @@ Needs the spark extra (``pip install -e '.[spark]'``) and Java 17.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -86,25 +84,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     n, repeat = args.count, args.repeat
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-
     import ternmq.spark
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("ternmq-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    ternmq.spark.register(spark)
+    spark = ternmq.spark.local_session("ternmq-bench")
     with server() as url, ConnectionFactory(url).create_connection() as conn:
         print(f"broker {url}; {n:,} messages of {len(BODY)} bytes; Spark {spark.version}")
 

@@ -21,11 +21,12 @@ clock or a store object cannot reach another process: :func:`server_toml` says s
 (``TypeError``) and such tests carry ``@pytest.mark.vm_only``.
 
 Cost: a server process is ~0.22 s of CPU to start (interpreter and imports) and ~40 MB, and
-the tcp and tls runs have ~600 tests. Most want a default broker, so :class:`ServerPool` keeps ``POOL_SIZE`` default
-servers started (or starting) in the background; a test takes a warm one and another starts
-while the test runs (the suite mostly waits on timeouts, so the start-up overlaps that wait).
-Tests with settings start their own server and wait for it. At teardown a server is
-SIGKILLed (nothing graceful is under test there) and its data directory removed.
+the tcp and tls runs have ~600 tests. Most want a default broker, so :class:`ServerPool`
+keeps ``POOL_SIZE`` default servers started (or starting) in the background; a test takes a
+warm one and another starts while the test runs (the suite mostly waits on timeouts, so the
+start-up overlaps that wait). Tests with settings start their own server and wait for it.
+At teardown a server is SIGKILLed (nothing graceful is under test there) and its data
+directory removed.
 
 Restarts: ``stop()`` is SIGTERM and waits for a clean exit (the server tells every client
 ``ConnectionFailed``; a non-zero exit fails the test with the server's log); ``kill()`` is

@@ -17,26 +17,12 @@ import sys
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-from pyspark.sql import SparkSession
-
 import ternmq.spark
 
 
 def main() -> int:
     url, source, sink, checkpoint, per_trigger = sys.argv[1:6]
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("ternmq-kill-job")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    ternmq.spark.register(spark)
+    spark = ternmq.spark.local_session("ternmq-kill-job")
     df = (
         spark.readStream.format("ternmq")
         .option("url", url)

@@ -26,24 +26,9 @@ def spark() -> Iterator[Any]:
     """A ``local[2]`` SparkSession with the ``ternmq`` format registered."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    from pyspark.sql import SparkSession
-
     import ternmq.spark
 
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("ternmq-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    ternmq.spark.register(session)
+    session = ternmq.spark.local_session("ternmq-tests")
     yield session
     session.stop()
 

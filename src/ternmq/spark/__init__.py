@@ -145,6 +145,7 @@ __all__ = [
     "RowError",
     "SchemaError",
     "TernmqDataSource",
+    "local_session",
     "register",
 ]
 
@@ -156,6 +157,42 @@ def register(spark: SparkSession) -> None:
         pyspark.errors.PySparkException: Spark refuses the registration.
     """
     spark.dataSource.register(TernmqDataSource)
+
+
+def local_session(app_name: str = "ternmq", master: str = "local[2]") -> SparkSession:
+    """A local SparkSession set up for ternmq on this machine, with the format registered.
+
+    Spark's Python workers get this interpreter (``PYSPARK_PYTHON``, unless set: it must be
+    one with ternmq and pyarrow installed) and everything stays on loopback
+    (``SPARK_LOCAL_IP``, driver host and bind address 127.0.0.1); no web UI, no console
+    progress bar, two shuffle partitions, session time zone UTC, log level ERROR. An active
+    session is returned as it is (``getOrCreate``), registered.
+
+    Raises:
+        pyspark.errors.PySparkException: Spark cannot start (e.g. no ``java`` on PATH).
+    """
+    import os
+    import sys
+
+    from pyspark.sql import SparkSession as _Session
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    spark = (
+        _Session.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    return spark
 
 
 def _register_active() -> None:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pathlib
 import random
 import sys
@@ -74,27 +73,9 @@ def send_orders(conn: Connection, n: int, first_minute: int, seed: int) -> float
 
 
 def _spark_session() -> Any:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
+    from ternmq.spark import local_session
 
-    import ternmq.spark
-
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("ternmq-pipeline-demo")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    ternmq.spark.register(spark)
-    return spark
+    return local_session("ternmq-pipeline-demo")
 
 
 def run_query(spark: Any, url: str, workdir: pathlib.Path, threshold: float) -> int:
