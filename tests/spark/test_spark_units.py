@@ -9,15 +9,12 @@ import math
 import pickle
 from dataclasses import dataclass
 
+import pyarrow as pa  # tests/spark/conftest.py says what to install when this is missing
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-pytest.importorskip("pyspark")
-pa = pytest.importorskip("pyarrow")
-
-from pyspark.sql.pandas.types import to_arrow_schema  # noqa: E402
-from pyspark.sql.types import (  # noqa: E402
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
     BinaryType,
     BooleanType,
     DoubleType,
@@ -30,8 +27,8 @@ from pyspark.sql.types import (  # noqa: E402
     TimestampType,
 )
 
-from ternmq.destination import Queue, Topic  # noqa: E402
-from ternmq.message import (  # noqa: E402
+from ternmq.destination import Queue, Topic
+from ternmq.message import (
     BytesMessage,
     MapMessage,
     Message,
@@ -39,10 +36,10 @@ from ternmq.message import (  # noqa: E402
     StreamMessage,
     TextMessage,
 )
-from ternmq.message import _convert as cv  # noqa: E402
-from ternmq.message._types import T  # noqa: E402
-from ternmq.message.codec import encode_message  # noqa: E402
-from ternmq.spark._options import (  # noqa: E402
+from ternmq.message import _convert as cv
+from ternmq.message._types import T
+from ternmq.message.codec import encode_message
+from ternmq.spark._options import (
     DEFAULT_MESSAGES_PER_PARTITION,
     OptionError,
     ReadOptions,
@@ -51,14 +48,14 @@ from ternmq.spark._options import (  # noqa: E402
     split_by_count,
     split_even,
 )
-from ternmq.spark._schema import (  # noqa: E402
+from ternmq.spark._schema import (
     ARROW_SCHEMA,
     SCHEMA,
     _property_text,
     records_to_batch,
 )
-from ternmq.spark._source import SeqRange, StagedWrite, make_txid  # noqa: E402
-from ternmq.spark._write import (  # noqa: E402
+from ternmq.spark._source import SeqRange, StagedWrite, make_txid
+from ternmq.spark._write import (
     RowError,
     SchemaError,
     batch_to_messages,

@@ -30,7 +30,8 @@ def _texts(conn, dest, after, upto):  # type: ignore[no-untyped-def]
 
 
 def test_permissions_browse_consume_send() -> None:
-    """Reading needs ``browse``, acknowledging ``consume``, staging ``send`` (EXC-06)."""
+    """Reading needs ``browse``, acknowledging ``consume``, staging ``send`` (EXC-06), and
+    committing staged messages needs ``send`` on their destinations too."""
     allowed = {("reader", "browse"), ("acker", "browse"), ("acker", "consume")}
 
     def authorizer(user: str | None, action: str, dest: str) -> bool:
@@ -56,6 +57,12 @@ def test_permissions_browse_consume_send() -> None:
             ack_upto(r, q, b.latest)
         with pytest.raises(JMSSecurityException, match="send"):
             stage(r, "p", 1, "t2", [(q, _text("y"))])
+    with f.create_connection("writer", "w") as w:
+        stage(w, "p", 1, "t3", [(q, _text("z"))])
+    with f.create_connection("reader", "r") as r:
+        with pytest.raises(JMSSecurityException, match="send"):
+            commit_staged(r, "p", 1, ["t3"])
+        assert _texts(r, str(q), b.earliest, log_bounds(r, q).latest) == ["x"]
     with f.create_connection("acker", "a") as a:
         assert ack_upto(a, q, b.latest) == 1
     broker.stop()

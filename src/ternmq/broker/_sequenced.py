@@ -41,14 +41,13 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ternmq.broker._queue import READY, SCHEDULED, Entry, MessageQueue
+from ternmq.broker._queue import SCHEDULED, Entry, MessageQueue
 from ternmq.destination import Destination
 from ternmq.errors import (
     IllegalStateException,
     InvalidDestinationException,
     JMSException,
     ResourceAllocationException,
-    TransactionRolledBackException,
 )
 from ternmq.protocol import commands as c
 from ternmq.selector import compile_selector
@@ -62,7 +61,8 @@ __all__ = ["HANDLERS", "SEQ_RESERVE_BLOCK", "StagedTx"]
 # Sequence numbers a durable destination reserves in the store at a time; a new reservation
 # is written when half of the previous one is used, long before it runs out.
 SEQ_RESERVE_BLOCK = 1 << 20
-MAX_STAGE_MESSAGES = 100_000
+# Messages one staged transaction may hold (they are kept in broker memory until committed).
+MAX_STAGE_MESSAGES = 2_000_000
 
 
 @dataclasses.dataclass
@@ -189,8 +189,7 @@ def on_ack_upto(broker: Broker, conn: BrokerConnection, req: c.AckUpto) -> c.Rep
             if selector is None or selector.matches(broker._view(e)):
                 gone.append(e)
     for e in gone:
-        if e.state == READY:
-            broker._finish(e)
+        broker._finish(e)
     return c.Ok(corr=req.corr, value=str(len(gone)))
 
 
@@ -210,22 +209,12 @@ def on_stage(broker: Broker, conn: BrokerConnection, req: c.Stage) -> c.Reply:
             f"staged transaction {req.txid!r} would exceed {MAX_STAGE_MESSAGES} messages: "
             "split the work over more transactions"
         )
-    limit = broker.config.max_message_bytes
     checked: set[str] = set()
     for send in req.messages:
-        if len(send.message) > limit:
-            raise ResourceAllocationException(
-                f"message of {len(send.message)} bytes exceeds max_message_bytes ({limit})"
-            )
-        if not 0 <= send.priority <= 9:
-            raise JMSException(f"priority {send.priority} is outside 0..9")
-        if send.destination not in checked:
-            dest = _send_dest(broker, conn, send.destination)
-            if dest.is_topic:
-                broker._topic(dest)
-            else:
-                broker._queue(dest)
-            checked.add(send.destination)
+        dest = broker._check_send(conn, send, dest_ok=send.destination in checked)
+        if dest.is_temporary:
+            raise InvalidDestinationException(f"{dest} is temporary: it cannot be staged to")
+        checked.add(send.destination)
     sends = req.messages
     if broker.populate_user_id:
         sends = [broker._stamp_user(conn, send) for send in sends]  # PROP-23
@@ -253,17 +242,6 @@ def on_stage(broker: Broker, conn: BrokerConnection, req: c.Stage) -> c.Reply:
     return c.Ok(corr=req.corr, value=str(len(tx.sends)))
 
 
-def _send_dest(broker: Broker, conn: BrokerConnection, text: str) -> Destination:
-    try:
-        dest = broker._dest(text)
-    except JMSException as exc:
-        raise InvalidDestinationException(str(exc)) from exc
-    if dest.is_temporary:
-        raise InvalidDestinationException(f"{dest} is temporary: it cannot be staged to")
-    broker._authorize(conn, "send", dest)
-    return dest
-
-
 def on_commit_staged(broker: Broker, conn: BrokerConnection, req: c.CommitStaged) -> c.Reply:
     last = broker._sinks.get(req.sink_id)
     duplicate = last is not None and req.batch_id <= last
@@ -283,29 +261,22 @@ def on_commit_staged(broker: Broker, conn: BrokerConnection, req: c.CommitStaged
                 )
     published = 0
     if not duplicate:
-        added: list[Entry] = []
-        broker._tx_added = added
+        # Checked when staged; the committer needs the send permission on each one as well.
         dests: dict[str, Destination] = {}
-        try:
-            for t in req.txids:
-                for send in broker._staged[t].sends:
-                    dest = dests.get(send.destination)
-                    if dest is None:
-                        dest = dests[send.destination] = _send_dest(broker, conn, send.destination)
-                    broker._publish(conn, dest, send)
-                    published += 1
-        except JMSException as exc:
-            for entry in added:  # all or nothing, as a transaction commit (TX-02)
-                entry.queue.remove(entry)
-                broker.total_bytes -= entry.held
-            broker._ops.clear()
-            broker._to_page.clear()
-            raise TransactionRolledBackException(
-                f"batch {req.batch_id} of sink {req.sink_id!r} was not published: {exc}",
-                linked_exception=exc,
-            ) from exc
-        finally:
-            broker._tx_added = None
+        for t in req.txids:
+            for send in broker._staged[t].sends:
+                if send.destination not in dests:
+                    dest = dests[send.destination] = broker._dest(send.destination)
+                    broker._authorize(conn, "send", dest)
+        published = broker._publish_all(
+            conn,
+            (
+                (dests[send.destination], send)
+                for t in req.txids
+                for send in broker._staged[t].sends
+            ),
+            f"batch {req.batch_id} of sink {req.sink_id!r} was not published",
+        )
         broker._sinks[req.sink_id] = req.batch_id
         broker._ops.append(SetSinkBatch(req.sink_id, req.batch_id))
     for t, tx in list(broker._staged.items()):

@@ -24,7 +24,7 @@ import collections
 import dataclasses
 import heapq
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import msgspec
@@ -69,8 +69,8 @@ Authorizer = Callable[[str | None, str, str], bool]
 # Called before every request; a JMSException it raises becomes that request's Error reply.
 RequestCheck = Callable[["BrokerConnection", c.Request], None]
 MAX_NAME = 255
-_SendT = TypeVar("_SendT", c.Send, c.StagedSend)
 MAX_CLIENT_ID = 256  # CONN-08: longer ids, and ids with control characters, are refused
+_SendT = TypeVar("_SendT", c.Send, c.StagedSend)  # a message to route: sent or staged
 
 
 class _Session:
@@ -238,13 +238,15 @@ class Broker:
         self.recovered: dict[str, int] = {}  # what _recover found (the host logs it)
         self.dead_lettered = 0
         self.expired = 0
-        for name in self.config.queues:
-            self._new_queue(destination(f"queue://{name}"))
-        for name in self.config.topics:
-            self.topics[destination(f"topic://{name}")] = []
         if not self.store.synchronous:
             self.store.set_completion(self._on_store_completion)
         self._recover()
+        for name in self.config.queues:  # after recovery: positions continue from the store
+            dest = destination(f"queue://{name}")
+            if dest not in self.queues:
+                self._new_queue(dest)
+        for name in self.config.topics:
+            self.topics.setdefault(destination(f"topic://{name}"), [])
 
     # ------------------------------------------------------------------ public interface
     def run_in_owner(self, fn: Callable[[], None]) -> None:
@@ -356,9 +358,10 @@ class Broker:
 
     def _new_queue(self, dest: Destination, owner: BrokerConnection | None = None) -> MessageQueue:
         text = str(dest)
-        q = self._durable_queue(text, text) if not dest.is_temporary else None
-        if q is None:
+        if dest.is_temporary:
             q = MessageQueue(text, False, self.config.policy_for(text), text)
+        else:
+            q = self._durable_queue(text, text)
         q.owner = owner
         self.queues[dest] = q
         return q
@@ -704,23 +707,8 @@ class Broker:
 
     def _on_send(self, conn: BrokerConnection, req: c.Send) -> c.Reply | None:
         s = self._session(conn, req.session_id)
-        if len(req.message) > self.config.max_message_bytes:
-            raise ResourceAllocationException(
-                f"message of {len(req.message)} bytes exceeds max_message_bytes "
-                f"({self.config.max_message_bytes})"
-            )
-        if not 0 <= req.priority <= 9:
-            raise JMSException(f"priority {req.priority} is outside 0..9")
-        try:
-            dest = self._dest(req.destination)
-        except JMSException as exc:
-            raise InvalidDestinationException(str(exc)) from exc
-        self._authorize(conn, "send", dest)
         # Validate now so a transacted send to a bad destination fails at send() (PROD-02).
-        if dest.is_topic:
-            self._topic(dest)
-        else:
-            self._queue(dest)
+        dest = self._check_send(conn, req)
         if self.populate_user_id:
             req = self._stamp_user(conn, req)
         if s.transacted:
@@ -737,6 +725,33 @@ class Broker:
             self._block(conn, dest, req)
             return None
         return c.Ok(corr=req.corr)
+
+    def _check_send(
+        self, conn: BrokerConnection, req: c.Send | c.StagedSend, dest_ok: bool = False
+    ) -> Destination:
+        """Everything a message must pass before it is accepted (sent or staged): its size,
+        its priority, a parsable destination that exists (or may be auto-created) and the
+        ``send`` permission; ``dest_ok`` skips the destination checks (already done for this
+        destination text in the same request)."""
+        size = len(req.message)
+        if size > self.config.max_message_bytes:
+            raise ResourceAllocationException(
+                f"message of {size} bytes exceeds max_message_bytes "
+                f"({self.config.max_message_bytes})"
+            )
+        if not 0 <= req.priority <= 9:
+            raise JMSException(f"priority {req.priority} is outside 0..9")
+        try:
+            dest = self._dest(req.destination)
+        except JMSException as exc:
+            raise InvalidDestinationException(str(exc)) from exc
+        if not dest_ok:
+            self._authorize(conn, "send", dest)
+            if dest.is_topic:
+                self._topic(dest)
+            else:
+                self._queue(dest)
+        return dest
 
     def _block(self, conn: BrokerConnection, dest: Destination, req: c.Send) -> None:
         """Hold a send to a full destination until room frees or its timeout (PSF-07)."""
@@ -813,6 +828,33 @@ class Broker:
         now = self.clock.now_ms()
         for q in targets:
             self._enqueue(q, stored, now, paged)
+
+    def _publish_all(
+        self,
+        conn: BrokerConnection,
+        sends: Iterable[tuple[Destination, c.Send | c.StagedSend]],
+        failure: str,
+    ) -> int:
+        """Route every message or none (TX-02): on a failure take back what was enqueued and
+        the store operations of this request, and raise TransactionRolledBackException
+        (``failure: reason``). Returns how many were routed."""
+        added: list[Entry] = []
+        self._tx_added = added
+        n = 0
+        try:
+            for dest, send in sends:
+                self._publish(conn, dest, send)
+                n += 1
+        except JMSException as exc:
+            for entry in added:
+                entry.queue.remove(entry)
+                self.total_bytes -= entry.held
+            self._ops.clear()
+            self._to_page.clear()
+            raise TransactionRolledBackException(f"{failure}: {exc}", linked_exception=exc) from exc
+        finally:
+            self._tx_added = None
+        return n
 
     def _full(self, targets: list[MessageQueue], size: int) -> MessageQueue | None:
         """The first target that cannot take ``size`` more bytes, or None (PSF-07)."""
@@ -969,24 +1011,13 @@ class Broker:
             raise IllegalStateException("commit() needs a transacted session")
         sends = s.tx_sends
         s.tx_sends = []
-        added: list[Entry] = []
-        self._tx_added = added
-        try:
-            for send in sends:
-                self._publish(conn, self._dest(send.destination), send)
-        except JMSException as exc:
-            for entry in added:  # all or nothing (TX-02): take back what this commit enqueued
-                entry.queue.remove(entry)
-                self.total_bytes -= entry.held
-            self._ops.clear()
-            self._to_page.clear()
-            # The deliveries stay outstanding: the client answers with ``Rollback``, whose
-            # ``Released`` reply tells it which buffered deliveries to drop (TX-04, TX-06).
-            raise TransactionRolledBackException(
-                f"the transaction was rolled back: {exc}", linked_exception=exc
-            ) from exc
-        finally:
-            self._tx_added = None
+        # On failure the deliveries stay outstanding: the client answers with ``Rollback``,
+        # whose ``Released`` reply tells it which buffered deliveries to drop (TX-04, TX-06).
+        self._publish_all(
+            conn,
+            ((self._dest(send.destination), send) for send in sends),
+            "the transaction was rolled back",
+        )
         for did in req.delivered:
             e = s.outstanding.pop(did, None)
             if e is not None:
@@ -1439,9 +1470,6 @@ class Broker:
         now = self.clock.now_ms()
         self._reserved = dict(state.sequences)
         self._sinks = dict(state.sinks)
-        for q in self.queues.values():  # declared in the config, made before the store was read
-            if q.durable:
-                q.last_seq = q.reserved = max(q.last_seq, self._reserved.get(q.key, 0))
         for r in state.staged:
             tx = self._staged.get(r.txid)
             if tx is None:

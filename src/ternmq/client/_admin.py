@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ternmq.client._util import check_reply
+from ternmq.client._util import check_reply, expect_reply
 from ternmq.destination import Destination
 from ternmq.errors import JMSException
 from ternmq.protocol import commands as c
@@ -31,10 +31,7 @@ def stat(conn: Connection, destination: Destination | str | None = None) -> list
     """
     conn._check_open()
     text = None if destination is None else str(destination)
-    reply = check_reply(conn.request(c.Stat(destination=text)))
-    if not isinstance(reply, c.StatResult):
-        raise JMSException(f"unexpected reply to Stat: {type(reply).__name__}")
-    return reply.destinations
+    return expect_reply(conn.request(c.Stat(destination=text)), c.StatResult, "Stat").destinations
 
 
 def purge(conn: Connection, destination: Destination | str) -> int:

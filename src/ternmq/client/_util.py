@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import urllib.parse
+from typing import TypeVar
 
 from ternmq import errors
 from ternmq.errors import JMSException
 from ternmq.protocol import commands as c
 
-__all__ = ["check_reply", "parse_url"]
+__all__ = ["check_reply", "expect_reply", "parse_url"]
+
+_R = TypeVar("_R")
 
 _ERRORS: dict[str, type[JMSException]] = {
     name: obj
@@ -22,6 +25,15 @@ def check_reply(reply: c.Reply) -> c.Reply:
     if isinstance(reply, c.Error):
         cls = _ERRORS.get(reply.kind, JMSException)
         raise cls(reply.message)
+    return reply
+
+
+def expect_reply(reply: c.Reply, kind: type[_R], what: str) -> _R:
+    """``reply`` if it is a ``kind``; the JMS exception of an ``Error`` reply; otherwise
+    JMSException naming the unexpected reply to ``what`` (a request name)."""
+    reply = check_reply(reply)
+    if not isinstance(reply, kind):
+        raise JMSException(f"unexpected reply to {what}: {type(reply).__name__}")
     return reply
 
 

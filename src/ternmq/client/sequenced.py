@@ -36,9 +36,9 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from ternmq.client._util import check_reply
+from ternmq.client._util import expect_reply
 from ternmq.destination import Destination, Topic, destination
-from ternmq.errors import InvalidDestinationException, JMSException
+from ternmq.errors import InvalidDestinationException
 from ternmq.message import DeliveryMode, Message
 from ternmq.message.codec import encode_message
 from ternmq.protocol import commands as c
@@ -91,13 +91,6 @@ class CommitResult:
     duplicate: bool
 
 
-def _expect(reply: c.Reply, kind: type, what: str) -> c.Reply:
-    reply = check_reply(reply)
-    if not isinstance(reply, kind):
-        raise JMSException(f"unexpected reply to {what}: {type(reply).__name__}")
-    return reply
-
-
 def log_bounds(
     conn: Connection,
     destination: Destination | str,
@@ -113,7 +106,7 @@ def log_bounds(
     waits for its delivery time keeps ``latest`` below it until it is due.
     """
     conn._check_open()
-    reply = _expect(
+    reply = expect_reply(
         conn.request(
             c.GetBounds(
                 destination=str(destination),
@@ -125,7 +118,6 @@ def log_bounds(
         c.Bounds,
         "GetBounds",
     )
-    assert isinstance(reply, c.Bounds)
     return LogBounds(reply.earliest, reply.latest)
 
 
@@ -149,7 +141,7 @@ def read_range(
     conn._check_open()
     text = str(destination)
     while after < upto:
-        reply = _expect(
+        reply = expect_reply(
             conn.request(
                 c.ReadRange(
                     destination=text,
@@ -182,7 +174,7 @@ def ack_upto(
     """Acknowledge every ready message with a position at or below ``seq`` (those matching
     ``selector``, if given); return how many were removed. Durable when it returns."""
     conn._check_open()
-    reply = _expect(
+    reply = expect_reply(
         conn.request(
             c.AckUpto(
                 destination=str(destination),
@@ -194,7 +186,6 @@ def ack_upto(
         c.Ok,
         "AckUpto",
     )
-    assert isinstance(reply, c.Ok)
     return int(reply.value or 0)
 
 
@@ -290,12 +281,11 @@ def stage(
 def _stage_chunk(
     conn: Connection, sink_id: str, batch_id: int, txid: str, chunk: list[c.StagedSend]
 ) -> int:
-    reply = _expect(
+    reply = expect_reply(
         conn.request(c.Stage(sink_id=sink_id, batch_id=batch_id, txid=txid, messages=chunk)),
         c.Ok,
         "Stage",
     )
-    assert isinstance(reply, c.Ok)
     return int(reply.value or 0)
 
 
@@ -312,16 +302,15 @@ def commit_staged(
         TransactionRolledBackException: the messages could not be routed (nothing published).
     """
     conn._check_open()
-    reply = _expect(
+    reply = expect_reply(
         conn.request(c.CommitStaged(sink_id=sink_id, batch_id=batch_id, txids=list(txids))),
         c.StagedResult,
         "CommitStaged",
     )
-    assert isinstance(reply, c.StagedResult)
     return CommitResult(reply.published, reply.duplicate)
 
 
 def abort_staged(conn: Connection, txids: Sequence[str]) -> None:
     """Drop staged transactions (unknown ids are ignored)."""
     conn._check_open()
-    _expect(conn.request(c.AbortStaged(txids=list(txids))), c.Ok, "AbortStaged")
+    expect_reply(conn.request(c.AbortStaged(txids=list(txids))), c.Ok, "AbortStaged")

@@ -72,12 +72,6 @@ def send_orders(conn: Connection, n: int, first_minute: int, seed: int) -> float
     return total
 
 
-def _spark_session() -> Any:
-    from ternmq.spark import local_session
-
-    return local_session("ternmq-pipeline-demo")
-
-
 def run_query(spark: Any, url: str, workdir: pathlib.Path, threshold: float) -> int:
     """One run of the streaming query (until caught up); returns the orders it read.
     Windows with revenue above ``threshold`` are published as alerts."""
@@ -173,7 +167,9 @@ def run_demo(
             own_session = spark is None
             if own_session:
                 started = time.perf_counter()
-                spark = _spark_session()
+                from ternmq.spark import local_session
+
+                spark = local_session("ternmq-pipeline-demo")
                 out(f"spark: session ready in {time.perf_counter() - started:.1f} s")
             # windows are one minute of one region: orders / 10 minutes / 3 regions each
             threshold = round(ALERT_FACTOR * MEAN_AMOUNT * max(orders, 1) / 30, 2)

@@ -249,7 +249,7 @@ class MemoryStore:
         self._subs: dict[str, AddSubscription] = {}
         self._messages: dict[str, dict[int, StoredMessage]] = {}
         self._sequences: dict[str, int] = {}
-        self._staged: dict[tuple[str, int], StagedRecord] = {}
+        self._staged: dict[str, dict[int, StagedRecord]] = {}  # txid -> position -> message
         self._sinks: dict[str, int] = {}
         self.batches = 0
 
@@ -283,10 +283,9 @@ class MemoryStore:
             elif isinstance(op, ReserveSeq):
                 self._sequences[op.dest] = op.upto
             elif isinstance(op, AddStaged):
-                self._staged[(op.record.txid, op.record.n)] = op.record
+                self._staged.setdefault(op.record.txid, {})[op.record.n] = op.record
             elif isinstance(op, RemoveStaged):
-                for key in [k for k in self._staged if k[0] == op.txid]:
-                    del self._staged[key]
+                self._staged.pop(op.txid, None)
             else:
                 self._sinks[op.sink_id] = op.batch_id
 
@@ -317,7 +316,9 @@ class MemoryStore:
                 if msgs
             },
             sequences=dict(self._sequences),
-            staged=[rec for _, rec in sorted(self._staged.items(), key=lambda kv: kv[0])],
+            staged=[
+                rec for _, recs in sorted(self._staged.items()) for _, rec in sorted(recs.items())
+            ],
             sinks=dict(self._sinks),
         )
 

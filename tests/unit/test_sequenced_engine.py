@@ -1,0 +1,55 @@
+"""Broker-side rules of sequence-number access (``broker/_sequenced.py``) that need broker
+settings or internals; the requests themselves are tested over every transport in
+``tests/conformance/test_sequenced.py``."""
+
+from __future__ import annotations
+
+import pytest
+
+from ternmq.broker import _sequenced
+from ternmq.client import ConnectionFactory
+from ternmq.client.sequenced import ack_upto, log_bounds, read_range, stage
+from ternmq.destination import Queue
+from ternmq.errors import ResourceAllocationException
+from ternmq.message import TextMessage
+from ternmq.store import MemoryStore
+from ternmq.transport.vm import EmbeddedBroker
+
+
+def _text(body: str) -> TextMessage:
+    m = TextMessage()
+    m.text = body
+    return m
+
+
+def test_a_staged_transaction_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A txid that would hold more than MAX_STAGE_MESSAGES is refused with
+    ResourceAllocationException saying what to do, and keeps what it had."""
+    monkeypatch.setattr(_sequenced, "MAX_STAGE_MESSAGES", 3)
+    with EmbeddedBroker("stage-limit") as broker:
+        with ConnectionFactory(broker.url).create_connection() as conn:
+            q = Queue("limit")
+            assert stage(conn, "s", 0, "t", [(q, _text("a")), (q, _text("b"))]) == 2
+            with pytest.raises(ResourceAllocationException, match="split the work"):
+                stage(conn, "s", 0, "t", [(q, _text("c")), (q, _text("d"))])
+            assert stage(conn, "s", 0, "t", [(q, _text("c"))]) == 3
+
+
+def test_a_queue_declared_in_the_config_continues_its_positions_after_a_restart() -> None:
+    """A queue the broker config declares is made after the store is read, so its positions
+    continue above the ones handed out before the restart, like an auto-created queue's."""
+    store = MemoryStore()
+    q = Queue("declared")
+    with EmbeddedBroker("cfg-seq", store=store, queues=["declared"]) as broker:
+        with ConnectionFactory(broker.url).create_connection() as conn:
+            s = conn.create_session()
+            s.create_producer(q).send(s.create_text_message("before"))
+            before = log_bounds(conn, q).latest
+            assert ack_upto(conn, q, before) == 1
+    with EmbeddedBroker("cfg-seq", store=store, queues=["declared"]) as broker:
+        with ConnectionFactory(broker.url).create_connection() as conn:
+            s = conn.create_session()
+            s.create_producer(q).send(s.create_text_message("after"))
+            b = log_bounds(conn, q)
+            seqs = [r.seq for ch in read_range(conn, q, before, b.latest) for r in ch]
+            assert len(seqs) == 1 and seqs[0] > before
