@@ -5,12 +5,15 @@ each; the server is a separate process on a fresh data directory, fsync "always"
   np 1->1        1 producer -> queue -> 1 consumer, NON_PERSISTENT, AUTO_ACKNOWLEDGE. Sends
                  are synchronous (the producer waits for the broker's receipt, catalog A-08),
                  so this is bound by the round-trip time.
+  np pipelined   the same with block_on_non_persistent_send=false: sends do not wait for the
+                 receipt (at most 1,000 in flight per session), as ActiveMQ and Artemis send
+                 non-persistent messages by default
   persistent x1  PERSISTENT synchronous sends from 1 producer (receipt after fsync)
   persistent x64 the same from 64 producer threads, one connection each (group commit
                  shares the fsyncs)
   np x64 shared  64 threads sending NON_PERSISTENT on ONE connection (one session each)
   topic 1->4     NON_PERSISTENT to a topic with 4 subscribers; messages published per second
-                 until every subscriber has all of them
+                 until every subscriber has all of them (with sync and with pipelined sends)
   latency        send -> receive latency at an offered 2,000 msg/s (NON_PERSISTENT, open loop:
                  measured from each message's scheduled send time, so a stall counts for every
                  message it delays); p50 / p99 / p99.9
@@ -276,13 +279,16 @@ def main(argv: list[str] | None = None) -> None:
     print(f"tcp echo round trip (the floor of a synchronous send): {run_rtt():.0f} us")
     with server() as url:
         factory = ConnectionFactory(url)
+        pipelined = ConnectionFactory(url, block_on_non_persistent_send=False)
         print(f"server: ternmq serve at {url} (python {sys.version.split()[0]})")
         scenarios = {
             "np 1->1 (sync sends)": lambda: run_queue(factory, args.count),
+            "np 1->1 (pipelined sends)": lambda: run_queue(pipelined, args.count * 3),
             "persistent x1 (sync sends)": lambda: run_persistent(factory, 1, args.count // 10),
             "persistent x64 (sync sends)": lambda: run_persistent(factory, 64, args.count // 100),
             "np x64 threads, one connection": lambda: run_shared(factory, 64, args.count // 64),
             "topic 1->4 (published/s)": lambda: run_topic(factory, args.count // 4),
+            "topic 1->4 pipelined (pub/s)": lambda: run_topic(pipelined, args.count),
         }
         for name, fn in scenarios.items():
             rates = [fn() for _ in range(args.repeat)]

@@ -944,3 +944,150 @@ def test_prod_32_failed_async_send_rolls_transaction_back(make_broker: MakeBroke
         producer.send(session.create_text_message("retry"), destination=Q)
         session.commit()
     assert drain_via(factory, Q) == ["retry"]
+
+
+# ---- pipelined sends (block_on_non_persistent_send=false, catalog A-08) ------------------------
+BLOCKING = DestinationPolicy(max_bytes=8_000, full_policy="block", block_timeout=30.0)
+
+
+def _pipelined(url: str) -> ConnectionFactory:
+    """A factory whose synchronous NON_PERSISTENT sends do not wait (set by the URL option)."""
+    sep = "&" if "?" in url else "?"
+    return ConnectionFactory(f"{url}{sep}block_on_non_persistent_send=false")
+
+
+def test_a_08_pipelined_refusal_is_raised_by_a_later_send(make_broker: MakeBroker) -> None:
+    """A-08, PROD-13: with block_on_non_persistent_send=false a refused NON_PERSISTENT send
+    returns; the refusal is raised, with its own type, by a later send of the session, before
+    that send sends anything (the PERSISTENT send after it waits for its receipt, so by the
+    following send the refusal is known). PERSISTENT sends still raise at once."""
+    url = make_broker(auto_create=False, queues=("Q",)).url
+    factory = _pipelined(url)
+    assert factory.block_on_non_persistent_send is False
+    assert ConnectionFactory(url).block_on_non_persistent_send is True
+    with factory.create_connection() as conn:
+        session = conn.create_session()
+        p = session.create_producer(None)
+        p.delivery_mode = DeliveryMode.NON_PERSISTENT
+        p.send(session.create_text_message("lost"), destination=Queue("NOPE"))  # no raise
+        outcomes = []
+        for body in ("p1", "p2"):
+            try:
+                p.send(
+                    session.create_text_message(body),
+                    destination=Q,
+                    delivery_mode=DeliveryMode.PERSISTENT,
+                )
+                outcomes.append(body)
+            except InvalidDestinationException as exc:
+                assert "pipelined NON_PERSISTENT send to queue://NOPE" in str(exc)
+                outcomes.append("raised")
+        assert outcomes in (["raised", "p2"], ["p1", "raised"])
+        p.send(session.create_text_message("np"), destination=Q)
+        with pytest.raises(InvalidDestinationException):  # persistent: raised by that send
+            p.send(
+                session.create_text_message("x"),
+                destination=Queue("NOPE"),
+                delivery_mode=DeliveryMode.PERSISTENT,
+            )
+    assert drain_via(ConnectionFactory(url), Q) == [o for o in outcomes if o != "raised"] + ["np"]
+
+
+def test_a_08_pipelined_refusal_rolls_the_transaction_back(make_broker: MakeBroker) -> None:
+    """A-08, TX-06: in a transacted session a refused pipelined send makes commit() roll back
+    (TransactionRolledBackException naming the refusal); the session then works again."""
+    url = make_broker(auto_create=False, queues=("Q",)).url
+    with _pipelined(url).create_connection() as conn:
+        session = conn.create_session(True)
+        p = session.create_producer(None)
+        p.delivery_mode = DeliveryMode.NON_PERSISTENT
+        p.send(session.create_text_message("good"), destination=Q)
+        p.send(session.create_text_message("bad"), destination=Queue("NOPE"))
+        with pytest.raises(TransactionRolledBackException, match="queue://NOPE"):
+            session.commit()
+        p.send(session.create_text_message("retry"), destination=Q)
+        session.commit()
+    assert drain_via(ConnectionFactory(url), Q) == ["retry"]
+
+
+def test_a_08_pipelined_sends_do_not_wait_for_a_blocked_broker(make_broker: MakeBroker) -> None:
+    """A-08, PSF-07: pipelined NON_PERSISTENT sends to a full queue under the "block" policy
+    return while the broker holds them back, and arrive complete and in order as a consumer
+    makes room; past SEND_WINDOW sends in flight the next one waits for the oldest."""
+    url = make_broker(policies={"queue://Q": BLOCKING}).url
+    body = "b" * 900
+    total = 24
+    with _pipelined(url).create_connection() as conn:
+        session = conn.create_session()
+        p = session.create_producer(Q)
+        p.delivery_mode = DeliveryMode.NON_PERSISTENT
+        for i in range(total):  # a synchronous send would wait here for room
+            p.send(session.create_text_message(f"{i:02d}:{body}"))
+        assert len(browse_via(ConnectionFactory(url))) < total  # the broker holds some back
+        with ConnectionFactory(url).create_connection() as other:
+            consumer = other.create_session().create_consumer(Q)
+            other.start()
+            got = [text(consumer.receive(WAIT)) for _ in range(total)]
+        assert got == [f"{i:02d}:{body}" for i in range(total)]
+
+
+def test_a_08_send_window_bounds_sends_in_flight(
+    make_broker: MakeBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A-08: at most SEND_WINDOW pipelined sends of a session are in flight: against a broker
+    that holds receipts back, the send past the window waits until the oldest is answered."""
+    import ternmq.client.session as session_module
+
+    monkeypatch.setattr(session_module, "SEND_WINDOW", 2)
+    url = make_broker(policies={"queue://Q": BLOCKING}).url
+    body = "b" * 3000  # two fit under 8,000 bytes
+    returned: list[int] = []
+
+    def produce() -> None:
+        with _pipelined(url).create_connection() as conn:
+            session = conn.create_session()
+            p = session.create_producer(Q)
+            p.delivery_mode = DeliveryMode.NON_PERSISTENT
+            for i in range(6):
+                p.send(session.create_text_message(f"{i}:{body}"))
+                returned.append(i)
+
+    t = threading.Thread(target=produce)
+    t.start()
+    # 2 stored, 2 held back by the broker (in flight), the 5th send waits for the window
+    assert wait_for(lambda: len(returned) == 4)
+    t.join(NOTHING * 4)
+    assert returned == [0, 1, 2, 3]
+    with ConnectionFactory(url).create_connection() as other:
+        consumer = other.create_session().create_consumer(Q)
+        other.start()
+        got = [text(consumer.receive(WAIT)) for _ in range(6)]
+    t.join(WAIT)
+    assert not t.is_alive()
+    assert returned == list(range(6))
+    assert got == [f"{i}:{body}" for i in range(6)]
+
+
+def test_prod_22_async_send_returns_before_the_receipt(make_broker: MakeBroker) -> None:
+    """PROD-22, PSF-07: an asynchronous send returns without waiting for the broker's
+    receipt: to a full queue under the "block" policy it returns at once, and its
+    on_completion runs only after a consumer made room and the broker took the message."""
+    url = make_broker(policies={"queue://Q": BLOCKING}).url
+    body = "b" * 3000
+    factory = ConnectionFactory(url)
+    with factory.create_connection() as conn:
+        session = conn.create_session()
+        p = session.create_producer(Q)
+        p.send(session.create_text_message(f"0:{body}"))
+        p.send(session.create_text_message(f"1:{body}"))
+        listener = Recorder()
+        p.send(session.create_text_message(f"2:{body}"), completion_listener=listener)
+        assert not listener.event.wait(NOTHING * 4)  # held back by the broker
+        with factory.create_connection() as other:
+            consumer = other.create_session().create_consumer(Q)
+            other.start()
+            assert text(consumer.receive(WAIT)) == f"0:{body}"
+            assert listener.event.wait(WAIT)
+            assert listener.kinds() == ["completion"]
+            got = [text(consumer.receive(WAIT)) for _ in range(2)]
+        assert got == [f"1:{body}", f"2:{body}"]

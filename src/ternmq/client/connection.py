@@ -19,7 +19,7 @@ import queue
 import threading
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ternmq._version import __version__
 from ternmq.client._util import check_reply, parse_url
@@ -31,12 +31,14 @@ from ternmq.errors import (
     JMSSecurityException,
 )
 from ternmq.protocol import commands as c
+from ternmq.transport._options import flag_option
 
 if TYPE_CHECKING:
     from ternmq.broker.clock import Clock
     from ternmq.client.consumer import MessageConsumer
     from ternmq.client.context import JMSContext
     from ternmq.client.session import Session
+    from ternmq.transport._pending import PendingReply
     from ternmq.transport.tcp import TcpOptions
 
 __all__ = ["Connection", "ConnectionFactory", "ConnectionMetaData"]
@@ -62,6 +64,9 @@ _TRANSITIONS: dict[tuple[_State, str], _State] = {
     (_State.STARTED, "close"): _State.CLOSED,
     (_State.CLOSED, "close"): _State.CLOSED,
 }
+
+
+_CLIENT_OPTIONS: Final = ("prefetch", "client_id", "block_on_non_persistent_send")
 
 
 class ConnectionMetaData:
@@ -90,7 +95,8 @@ class ConnectionFactory:
             options after ``?``: ``prefetch`` (messages buffered per consumer, default 100,
             0 = pull one at a time), ``client_id`` (an administratively configured id),
             ``data_dir`` (vm only: the embedded broker keeps its state in this directory and
-            recovers it on start); tcp and tls: ``heartbeat`` (seconds, default 30, 0 = off),
+            recovers it on start), ``block_on_non_persistent_send`` (see the argument);
+            tcp and tls: ``heartbeat`` (seconds, default 30, 0 = off),
             ``connect_timeout`` (seconds, default 10); tls only: ``cafile``, ``certfile`` and
             ``keyfile`` (a client certificate), ``verify`` (true/false, default true),
             ``server_hostname`` (see :func:`ternmq.transport.tcp.parse_tcp_url`).
@@ -98,6 +104,13 @@ class ConnectionFactory:
         password: default password.
         prefetch: consumer prefetch, overriding the URL option.
         client_id: administratively configured client id for every connection (CONN-07).
+        block_on_non_persistent_send: True (the default, catalog A-08): a synchronous
+            NON_PERSISTENT send waits for the broker's receipt, so its errors are raised by
+            that ``send()`` (PROD-13). False: such sends are pipelined, several times the
+            throughput over a network; a refusal is then raised by the session's *next*
+            send or commit (and makes a transaction roll back), and on a lost link the
+            messages not yet received by the broker are lost, as NON_PERSISTENT allows.
+            PERSISTENT sends always wait. Overrides the URL option.
         trusted_modules: modules whose classes ObjectMessage bodies may contain (default:
             builtins only).
 
@@ -113,6 +126,7 @@ class ConnectionFactory:
         *,
         prefetch: int | None = None,
         client_id: str | None = None,
+        block_on_non_persistent_send: bool | None = None,
         trusted_modules: frozenset[str] | set[str] | list[str] | None = None,
     ) -> None:
         self.url = url
@@ -130,9 +144,7 @@ class ConnectionFactory:
         if scheme != "vm":
             from ternmq.transport.tcp import parse_tcp_url
 
-            self._tcp = parse_tcp_url(
-                scheme, location, opts, url, client_options=("prefetch", "client_id")
-            )
+            self._tcp = parse_tcp_url(scheme, location, opts, url, client_options=_CLIENT_OPTIONS)
         self._scheme = scheme
         self._location = location
         self.user = user
@@ -144,6 +156,11 @@ class ConnectionFactory:
         if self.prefetch < 0:
             raise JMSException("prefetch must be 0 (pull) or more")
         self.client_id = client_id if client_id is not None else opts.get("client_id")
+        if block_on_non_persistent_send is None:
+            block_on_non_persistent_send = flag_option(
+                opts, "block_on_non_persistent_send", True, url
+            )
+        self.block_on_non_persistent_send = bool(block_on_non_persistent_send)
         self.data_dir = opts.get("data_dir") or None
         self.trusted_modules = frozenset(trusted_modules) if trusted_modules is not None else None
 
@@ -204,6 +221,7 @@ class Connection:
         self._exception_listener: ExceptionListener | None = None
         self._exc_queue: queue.SimpleQueue[JMSException | None] | None = None
         self.prefetch = factory.prefetch
+        self.block_np_sends = factory.block_on_non_persistent_send
         self.trusted_modules = factory.trusted_modules
         self._listener_threads: set[int] = set()
         self._temporaries: set[Destination] = set()
@@ -411,6 +429,20 @@ class Connection:
         """Send a request to the broker and return its reply (no error check)."""
         try:
             return self._transport.request(req)  # type: ignore[no-any-return]
+        except JMSException:
+            raise
+        except OSError as exc:
+            raise JMSException(f"broker link failed: {exc}", linked_exception=exc) from exc
+
+    def submit(self, req: c.Request) -> PendingReply:
+        """Send a request without waiting; its reply (or the link's failure) resolves the
+        returned handle.
+
+        Raises:
+            JMSException: the link is already lost or closed.
+        """
+        try:
+            return self._transport.submit(req)  # type: ignore[no-any-return]
         except JMSException:
             raise
         except OSError as exc:

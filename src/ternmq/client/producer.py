@@ -4,7 +4,12 @@ A send stamps the provider-set headers on the application's message object (HDR-
 PROD-07), encodes it once (so later changes to the object do not touch what was sent,
 PROD-29), and hands the bytes to the broker. A synchronous send returns after the broker's
 receipt; an asynchronous one returns at once and its completion listener runs later on the
-session's completion thread, in send order.
+session's completion thread, in send order. With ``block_on_non_persistent_send=false`` (a
+factory option, catalog A-08) a synchronous NON_PERSISTENT send does not wait either: it is
+pipelined, and a failure the broker reports is raised by the session's next send or commit.
+At most :data:`~ternmq.client.session.SEND_WINDOW` sends of a session are in flight; past that
+the sender waits for the oldest, so a broker that holds receipts back (a full destination
+under the "block" policy) slows its producers down.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from ternmq.protocol import commands as c
 
 if TYPE_CHECKING:
     from ternmq.client.session import Session
+    from ternmq.transport._pending import PendingReply
 
 __all__ = ["CompletionListener", "MessageProducer"]
 
@@ -154,7 +160,9 @@ class MessageProducer:
             InvalidDestinationException: a destination that is not a ternmq one, or deleted.
             MessageFormatException: ``message`` is not a ternmq Message.
             JMSException: an invalid delivery mode, priority, time-to-live or delay, or the
-                broker refused the message (ResourceAllocationException when full).
+                broker refused the message (ResourceAllocationException when full), or
+                refused an earlier pipelined NON_PERSISTENT send of this session (raised
+                once, here, when ``block_on_non_persistent_send`` is off).
             TypeError: ``completion_listener`` lacks ``on_completion`` or ``on_exception``.
         """
         message, dest = self._parse_args(args, destination)
@@ -232,6 +240,8 @@ class MessageProducer:
         listener: CompletionListener | None,
     ) -> None:
         session = self._session
+        if session._inflight or session._send_failure is not None:
+            session._check_sends()
         conn = session._connection
         now = conn.clock.now_ms()
         message._destination = dest
@@ -258,32 +268,37 @@ class MessageProducer:
             group_seq=gseq if isinstance(gseq, int) and not isinstance(gseq, bool) else 0,
         )
         if listener is None:
-            check_reply(conn.request(req))
+            if mode == DeliveryMode.PERSISTENT or conn.block_np_sends:
+                check_reply(conn.request(req))  # PROD-13: wait for the broker's receipt
+            else:  # A-08 relaxed on request: pipelined, a failure surfaces at the next send
+                session._pipeline(conn.submit(req), dest)
             return
         try:
-            reply = conn.request(req)
+            pending: PendingReply | None = conn.submit(req)
             error: Exception | None = None
-            try:
-                check_reply(reply)
-            except JMSException as exc:
-                error = exc
         except JMSException as exc:
-            error = exc
-        if isinstance(error, JMSException):  # PROD-33: say so, keep the type, never retry
-            error = type(error)(
-                f"asynchronous send to {dest} failed: {error}; whether the message was "
-                "delivered is undefined (JMS 2.0 §4.6.2.2) and ternmq does not retry it",
-                error.error_code,
-                error,
-            )
-        if isinstance(error, JMSException) and session._mode == session.SESSION_TRANSACTED:
-            session._rollback_only = error  # the next commit() rolls back (TX-06, PROD-32)
+            pending, error = None, exc
 
         def complete() -> None:
-            if error is None:
+            failure = error
+            if pending is not None:  # waits on the completion thread, not the sender's
+                try:
+                    check_reply(pending.result())
+                except JMSException as exc:
+                    failure = exc
+            if isinstance(failure, JMSException):  # PROD-33: say so, keep the type, no retry
+                failure = type(failure)(
+                    f"asynchronous send to {dest} failed: {failure}; whether the message was "
+                    "delivered is undefined (JMS 2.0 §4.6.2.2) and ternmq does not retry it",
+                    failure.error_code,
+                    failure,
+                )
+                if session._mode == session.SESSION_TRANSACTED:
+                    session._rollback_only = failure  # the next commit() rolls back (TX-06)
+            if failure is None:
                 listener.on_completion(message)
             else:
-                listener.on_exception(message, error)
+                listener.on_exception(message, failure)
 
         session._complete_later(complete)
 

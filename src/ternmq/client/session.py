@@ -17,10 +17,18 @@ merely prefetched messages go back uncounted and in order (REL-16).
 Message listeners of a session run one at a time on the session's own delivery thread
 (SESS-06); completion listeners of asynchronous sends run in send order on the session's
 completion thread (PROD-22..PROD-28).
+
+Sends in flight: an asynchronous send (completion listener) and, with
+``block_on_non_persistent_send=false``, a synchronous NON_PERSISTENT send return before the
+broker's receipt. At most :data:`SEND_WINDOW` of each kind are in flight per session; the
+next one waits for the oldest. A refused pipelined send is kept in ``_send_failure`` and
+raised by the next send (and makes the transaction roll back); ``commit``, ``rollback`` and
+``close`` first wait for every send in flight.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
 import queue
 import threading
@@ -52,12 +60,14 @@ if TYPE_CHECKING:
     from ternmq.client.connection import Connection
     from ternmq.client.consumer import MessageConsumer, QueueBrowser
     from ternmq.client.producer import MessageProducer
+    from ternmq.transport._pending import PendingReply
 
 __all__ = ["Session"]
 
 log = logging.getLogger("ternmq.client")
 
 DUPS_OK_BATCH = 32
+SEND_WINDOW = 1000  # sends of one session in flight (pipelined, or awaiting a completion)
 
 # Provider-set JMSX properties ternmq does not set (yet); a sender's values are removed.
 _PROVIDER_JMSX = (
@@ -101,6 +111,10 @@ class Session:
         self._pending_sends = 0
         self._sends_done = threading.Condition(threading.Lock())
         self._rollback_only: JMSException | None = None  # a failed async send (TX-06)
+        self._inflight: collections.deque[tuple[PendingReply, Destination]] = (
+            collections.deque()
+        )  # pipelined NON_PERSISTENT sends, oldest first
+        self._send_failure: JMSException | None = None  # the first pipelined one refused
 
     # ---- attributes ----------------------------------------------------------------------
     @property
@@ -408,6 +422,7 @@ class Session:
             raise IllegalStateException("commit() is only for transacted sessions")
         self._wait_sends()
         failed, self._rollback_only = self._rollback_only, None
+        self._send_failure = None  # reported as the rollback below
         if failed is not None:  # TX-06, PROD-32: the outcome is a rollback (TX-04)
             self._release(c.Rollback)
             raise TransactionRolledBackException(
@@ -439,6 +454,7 @@ class Session:
             raise IllegalStateException("rollback() is only for transacted sessions")
         self._wait_sends()
         self._rollback_only = None
+        self._send_failure = None  # rolled back with the transaction
         self._release(c.Rollback)
 
     def recover(self) -> None:
@@ -729,15 +745,55 @@ class Session:
             self._consumers.pop(consumer._id, None)
         self._connection._consumers.pop(consumer._id, None)
 
-    # ---- asynchronous send ---------------------------------------------------------------------
+    # ---- asynchronous and pipelined sends ----------------------------------------------------
+    def _pipeline(self, pending: PendingReply, dest: Destination) -> None:
+        """Track a pipelined send; past the window, wait for the oldest to be answered."""
+        inflight = self._inflight
+        inflight.append((pending, dest))
+        if len(inflight) > SEND_WINDOW:
+            self._settle(inflight.popleft())
+
+    def _check_sends(self) -> None:
+        """Before a send: settle the pipelined sends already answered, and raise (once) the
+        first refusal among them."""
+        inflight = self._inflight
+        while inflight and inflight[0][0].done:
+            self._settle(inflight.popleft())
+        failure, self._send_failure = self._send_failure, None
+        if failure is not None:
+            raise failure
+
+    def _settle(self, item: tuple[PendingReply, Destination]) -> None:
+        pending, dest = item
+        try:
+            check_reply(pending.result())
+        except JMSException as exc:
+            if self._closed or self._connection._failure is not None:
+                return  # the link is gone: at most once, and the loss is reported already
+            failure = type(exc)(
+                f"a pipelined NON_PERSISTENT send to {dest} failed: {exc} "
+                "(block_on_non_persistent_send=false reports it at the next send)",
+                exc.error_code,
+                exc,
+            )
+            log.warning("%s", failure)
+            if self._send_failure is None:
+                self._send_failure = failure
+            if self._mode == self.SESSION_TRANSACTED and self._rollback_only is None:
+                self._rollback_only = failure  # the next commit() rolls back (TX-06)
+
     def _complete_later(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` on the completion thread, after earlier completions (PROD-22..PROD-25)."""
+        """Run ``fn`` on the completion thread, after earlier completions (PROD-22..PROD-25).
+        Past :data:`SEND_WINDOW` completions to come, wait for the oldest (unless called from
+        a completion listener, which the wait would deadlock)."""
         if self._completions is None:
             self._completions = queue.SimpleQueue()
             threading.Thread(
                 target=self._completion_loop, name=f"ternmq-completion-{self._id}", daemon=True
             ).start()
         with self._sends_done:
+            if threading.get_ident() != self._completion_ident:
+                self._sends_done.wait_for(lambda: self._pending_sends < SEND_WINDOW)
             self._pending_sends += 1
         self._completions.put(fn)
 
@@ -759,7 +815,15 @@ class Session:
                     self._sends_done.notify_all()
 
     def _wait_sends(self) -> None:
-        """Wait until every asynchronous send's completion listener has run (PROD-27)."""
+        """Wait until every pipelined send is answered and every asynchronous send's
+        completion listener has run (PROD-27)."""
+        inflight = self._inflight
+        while inflight:
+            try:
+                item = inflight.popleft()
+            except IndexError:
+                break
+            self._settle(item)
         if threading.get_ident() == self._completion_ident:
             return
         with self._sends_done:

@@ -3,8 +3,8 @@
 Theory of operation
 -------------------
 A :class:`TcpTransport` has the interface of :class:`~ternmq.transport.vm.VmTransport`
-(``clock``, ``request``, ``send_oneway``, ``next_corr``, ``close``, and the ``on_event``
-callback), over one blocking socket and two threads:
+(``clock``, ``request``, ``submit``, ``send_oneway``, ``next_corr``, ``close``, and the
+``on_event`` callback), over one blocking socket and two threads:
 
 - **Callers write.** ``request`` and ``send_oneway`` encode the command and write it with
   ``sendall`` on the caller's thread: no hand-off to a writer thread, whose wake-up would
@@ -17,11 +17,13 @@ callback), over one blocking socket and two threads:
   != 0) to the request waiting for it, an event (``Deliver``, ``ConnectionFailed``) to
   ``on_event``, in the order the server sent them. Everything a request causes arrives before
   its reply (``commands.py``), so when a request returns its deliveries are already buffered.
-  Each waiting request owns a one-shot lock in a dict keyed by ``corr``; the reader releases
-  exactly that lock. Measured against one shared ``Condition`` with 64 threads sending on
-  one connection: ~18,000 against ~9,000 requests/s (a ``notify_all`` per reply wakes 63
-  threads for nothing). The reader never writes: a server that stops reading because this
-  client stopped reading would otherwise deadlock the pair.
+  Each request owns a :class:`~ternmq.transport._pending.PendingReply` (a one-shot lock) in
+  a dict keyed by ``corr``; the reader resolves exactly that one. ``submit`` returns it
+  without waiting, so pipelined sends need no thread of their own. Measured against one
+  shared ``Condition`` with 64 threads sending on one connection: ~18,000 against ~9,000
+  requests/s (a ``notify_all`` per reply wakes 63 threads for nothing). The reader never
+  writes: a server that stops reading because this client stopped reading would otherwise
+  deadlock the pair.
 - **A heartbeat thread** (when ``heartbeat`` > 0) sends ``Heartbeat`` when nothing was sent
   for one interval, answers the server's heartbeats, and declares the peer dead when nothing
   was received for two intervals: it shuts the socket down, which ends the reader's ``recv``.
@@ -71,6 +73,8 @@ from ternmq.protocol.frames import (
     check_preamble,
     encode,
 )
+from ternmq.transport._options import flag_option
+from ternmq.transport._pending import PendingReply
 
 __all__ = [
     "DEFAULT_HEARTBEAT",
@@ -94,18 +98,6 @@ _CLOSE_WAIT: Final = 2.0  # seconds close() waits for the server to end the stre
 def format_address(host: str, port: int) -> str:
     """``host:port``, with IPv6 literals in brackets (``[::1]:61616``)."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-class _Waiter:
-    """One request waiting for its reply: a lock the reader releases once."""
-
-    __slots__ = ("error", "lock", "reply")
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.lock.acquire()
-        self.reply: c.Reply | None = None
-        self.error: JMSException | None = None
 
 
 class _PlainIO:
@@ -269,7 +261,7 @@ class TcpTransport:
         self._on_event = on_event
         self._heartbeat = heartbeat
         self._corr = itertools.count(1)
-        self._pending: dict[int, _Waiter] = {}
+        self._pending: dict[int, PendingReply] = {}
         self._send_lock = threading.Lock()
         self._out: collections.deque[bytes] = collections.deque()  # frames not yet written
         self._state_lock = threading.Lock()
@@ -385,13 +377,29 @@ class TcpTransport:
             JMSException: the link is lost or closed (linked to the ``OSError`` if any), or no
                 reply came within ``timeout`` seconds.
         """
+        if not req.corr:
+            req = msgspec.structs.replace(req, corr=next(self._corr))
+        pending = self.submit(req)
+        if not pending.wait(timeout):
+            self._pending.pop(req.corr, None)
+            if not pending.done:
+                raise JMSException(f"no reply from {self.address} within {timeout:g} s")
+        return pending.result()
+
+    def submit(self, req: c.Request) -> PendingReply:
+        """Send ``req`` and return at once: the reply resolves the returned handle (on the
+        reader thread), as does the loss of the link.
+
+        Raises:
+            JMSException: the link was already lost or closed.
+        """
         corr = req.corr
         if not corr:
             corr = next(self._corr)
             req = msgspec.structs.replace(req, corr=corr)
         if type(req) is c.Disconnect:
             self._disconnecting = True
-        waiter = _Waiter()
+        waiter = PendingReply()
         pending = self._pending
         pending[corr] = waiter
         if self._lost_reason is not None:  # checked after registering: see _lost
@@ -408,14 +416,7 @@ class TcpTransport:
                 raise self._link_error() from None
         else:
             self._last_sent = time.monotonic()
-        if not waiter.lock.acquire(timeout=-1 if timeout is None else timeout):
-            pending.pop(corr, None)
-            if waiter.reply is None and waiter.error is None:
-                raise JMSException(f"no reply from {self.address} within {timeout:g} s")
-        if waiter.reply is not None:
-            return waiter.reply
-        assert waiter.error is not None
-        raise waiter.error
+        return waiter
 
     def send_oneway(self, req: c.Request) -> None:
         """Send ``req`` without waiting (its ``corr`` is 0: the server sends no reply). On a
@@ -565,8 +566,7 @@ class TcpTransport:
                 _, waiter = pending.popitem()
             except KeyError:
                 break
-            waiter.error = self._link_error()
-            waiter.lock.release()
+            waiter.resolve(None, self._link_error())
         if closing or (self._disconnecting and event is None and cause is None):
             return  # an orderly end: nobody needs to hear about it
         try:
@@ -609,8 +609,7 @@ class TcpTransport:
                         if reply.corr:
                             waiter = pending.pop(reply.corr, None)
                             if waiter is not None:
-                                waiter.reply = reply
-                                waiter.lock.release()
+                                waiter.resolve(reply)
                         elif type(reply) is c.Error:  # the server's last word: why it closes
                             reason = f"{reply.kind}: {reply.message}"
                             return
@@ -796,20 +795,8 @@ def _seconds(opts: dict[str, str], name: str, default: float, url: str, *, zero_
     return value
 
 
-def _flag(opts: dict[str, str], name: str, default: bool, url: str) -> bool:
-    text = opts.get(name)
-    if text is None:
-        return default
-    low = text.strip().lower()
-    if low in ("true", "1", "yes", "on"):
-        return True
-    if low in ("false", "0", "no", "off"):
-        return False
-    raise JMSException(f"option {name}={text!r} in {url!r}: use true or false")
-
-
 def _ssl_context(opts: dict[str, str], url: str) -> ssl.SSLContext:
-    verify = _flag(opts, "verify", True, url)
+    verify = flag_option(opts, "verify", True, url)
     cafile = opts.get("cafile") or None
     certfile = opts.get("certfile") or None
     keyfile = opts.get("keyfile") or None

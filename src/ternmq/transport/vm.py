@@ -36,6 +36,7 @@ from ternmq.broker.engine import Broker, BrokerConnection
 from ternmq.errors import JMSException
 from ternmq.protocol import commands as c
 from ternmq.store import MemoryStore, Store
+from ternmq.transport._pending import PendingReply
 
 __all__ = ["EmbeddedBroker", "VmTransport", "get_embedded"]
 
@@ -315,20 +316,17 @@ class VmTransport:
         self.clock: Clock = embedded.clock
         self._on_event = on_event
         self._corr = itertools.count(1)
-        self._replies: dict[int, c.Reply] = {}
-        self._waiting = threading.Condition(threading.Lock())
+        self._pending: dict[int, PendingReply] = {}
         self._closed = False
-        self._waiters = 0
         self._conn = embedded._connect(self._emit)
 
     def _emit(self, cmd: c.Command) -> None:
         if type(cmd) is c.Deliver or type(cmd) is c.ConnectionFailed:
             self._on_event(cmd)
             return
-        self._replies[cmd.corr] = cmd  # type: ignore[union-attr,assignment]
-        if self._waiters:  # a deferred reply (e.g. a blocked send): wake the waiting request
-            with self._waiting:
-                self._waiting.notify_all()
+        pending = self._pending.pop(cmd.corr, None)  # type: ignore[union-attr]
+        if pending is not None:
+            pending.resolve(cmd)  # type: ignore[arg-type]
 
     def request(self, req: c.Request, timeout: float | None = None) -> c.Reply:
         """Send ``req`` and wait for its reply.
@@ -336,25 +334,37 @@ class VmTransport:
         Raises:
             JMSException: the broker is stopped, or no reply came within ``timeout``.
         """
+        if not req.corr:
+            req = _with_corr(req, next(self._corr))
+        pending = self.submit(req)
+        if not pending.wait(timeout):
+            self._pending.pop(req.corr, None)
+            if not pending.done:
+                raise JMSException(f"no reply from {self.embedded.url} within {timeout} s")
+        return pending.result()
+
+    def submit(self, req: c.Request) -> PendingReply:
+        """Send ``req`` and return at once; the broker's reply resolves the returned handle
+        (often before this returns: the broker runs on the caller's thread when it is free).
+
+        Raises:
+            JMSException: the connection is closed.
+        """
         corr = req.corr
         if not corr:
             corr = next(self._corr)
             req = _with_corr(req, corr)
-        self.embedded._submit(self._conn, req)
-        replies = self._replies
-        reply = replies.pop(corr, None)
-        if reply is not None:
-            return reply
-        with self._waiting:
-            self._waiters += 1
-            try:
-                if not self._waiting.wait_for(lambda: corr in replies or self._closed, timeout):
-                    raise JMSException(f"no reply from {self.embedded.url} within {timeout} s")
-            finally:
-                self._waiters -= 1
-            if corr not in replies:
-                raise JMSException(f"the connection to {self.embedded.url} is closed")
-            return replies.pop(corr)
+        pending = PendingReply()
+        self._pending[corr] = pending
+        if self._closed:
+            self._pending.pop(corr, None)
+            raise JMSException(f"the connection to {self.embedded.url} is closed")
+        try:
+            self.embedded._submit(self._conn, req)
+        except BaseException:
+            self._pending.pop(corr, None)
+            raise
+        return pending
 
     def next_corr(self) -> int:
         """A fresh correlation number for a request built by the caller."""
@@ -365,12 +375,20 @@ class VmTransport:
         self.embedded._post(self._conn, req)
 
     def close(self) -> None:
-        """Drop the link; the broker releases whatever the connection still held."""
+        """Drop the link; the broker releases whatever the connection still held. Requests
+        still waiting wake with a JMSException."""
         if not self._closed:
             self._closed = True
             self.embedded._drop(self._conn)
-            with self._waiting:
-                self._waiting.notify_all()
+            pending = self._pending
+            while pending:
+                try:
+                    _, waiter = pending.popitem()
+                except KeyError:
+                    break
+                waiter.resolve(
+                    None, JMSException(f"the connection to {self.embedded.url} is closed")
+                )
 
 
 def _with_corr(req: c.Request, corr: int) -> c.Request:

@@ -1,0 +1,59 @@
+"""A request's reply to come, shared by the transports (``vm``, ``tcp``, ``tls``).
+
+A transport's ``submit(req)`` registers a :class:`PendingReply` under the request's ``corr``
+before the request leaves, and resolves it exactly once: with the reply, or with the
+:class:`~ternmq.errors.JMSException` that ended the link. ``request(req)`` is
+``submit(req).result()``. Pipelined sends (``client/producer.py``) keep the handle and look at
+it later, so a producer need not wait a round trip per message.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ternmq.errors import JMSException
+from ternmq.protocol import commands as c
+
+__all__ = ["PendingReply"]
+
+
+class PendingReply:
+    """One request's reply: a lock the transport releases once, when the answer is known."""
+
+    __slots__ = ("_lock", "error", "reply")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self.reply: c.Reply | None = None
+        self.error: JMSException | None = None
+
+    def resolve(self, reply: c.Reply | None, error: JMSException | None = None) -> None:
+        """Give the answer (the transport's reader, once): ``reply`` or ``error``."""
+        self.reply = reply
+        self.error = error
+        self._lock.release()
+
+    @property
+    def done(self) -> bool:
+        """Whether the answer is known (never blocks)."""
+        return not self._lock.locked()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` seconds (None: for ever); True once the answer is known."""
+        if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
+            return False
+        self._lock.release()  # stays done for any later look
+        return True
+
+    def result(self) -> c.Reply:
+        """The reply, once known (waits for it).
+
+        Raises:
+            JMSException: the link ended before the reply came.
+        """
+        self.wait()
+        if self.error is not None:
+            raise self.error
+        assert self.reply is not None
+        return self.reply
