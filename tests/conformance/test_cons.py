@@ -218,7 +218,6 @@ def test_cons_05_receive_no_wait_returns_available_messages_in_order(
     assert got == ["a", "b", "c"]
 
 
-@pytest.mark.vm_only("CONS-06 across connections needs a broker round trip in receive_no_wait")
 def test_cons_06_no_wait_sees_committed_and_pull_mode_messages(broker: EmbeddedBroker) -> None:
     """CONS-06 (SHOULD): a message whose send or commit returned before the call is returned
     by receive_no_wait() on a started connection, also with prefetch 0 (pull)."""

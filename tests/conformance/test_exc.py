@@ -340,6 +340,57 @@ def test_exc_04_store_failure_surfaces_as_jms_exception(
         p.send(s.create_text_message("after"))  # the connection survived
 
 
+def test_exc_04_refused_persistent_send_is_never_delivered(
+    make_broker: Callable[..., EmbeddedBroker], transport: str
+) -> None:
+    """EXC-04, PROD-13, PROD-15: a PERSISTENT send the store could not make durable raises,
+    and the message was never accepted: consumers waiting on the queue, on a durable and on a
+    non-durable subscription of the topic never get it, though they get the messages sent
+    before and after it (and a browser never shows it)."""
+    fail: Callable[[bool], None]
+    if transport in ("tcp", "tls"):
+        b: Any = make_broker()
+        fail = b.fail_writes
+    else:
+        store = FailingStore()
+        b = make_broker(store=store)
+        fail = lambda on: setattr(store, "armed", on)  # noqa: E731
+    topic = Topic("exc04t")
+    with ConnectionFactory(b.url).create_connection() as conn:
+        conn.client_id = "exc04"
+        s = conn.create_session()
+        consumers = [
+            conn.create_session().create_consumer(Q),
+            conn.create_session().create_durable_consumer(topic, "dur"),
+            conn.create_session().create_consumer(topic),
+        ]
+        conn.start()
+        p = s.create_producer(None)
+        for dest in (Q, topic):
+            p.send(s.create_text_message("before"), destination=dest)
+        fail(True)
+        try:
+            for dest in (Q, topic):
+                with pytest.raises(JMSException, match="store"):
+                    p.send(s.create_text_message("refused"), destination=dest)
+        finally:
+            fail(False)
+        for dest in (Q, topic):
+            p.send(s.create_text_message("after"), destination=dest)
+        for k in consumers:
+            got = []
+            while (m := k.receive(1.0)) is not None:
+                got.append(m.text)  # type: ignore[attr-defined]
+                if got[-1] == "after":
+                    break
+            assert got == ["before", "after"], got
+            assert k.receive(0.2) is None
+        for k in consumers:
+            k.close()
+        s.unsubscribe("dur")
+    assert browse_via(ConnectionFactory(b.url)) == []
+
+
 def test_exc_04_java_native_mappings_and_most_specific_subclass(
     make_broker: Callable[..., EmbeddedBroker],
 ) -> None:

@@ -213,10 +213,12 @@ class Broker:
         self._temp_ids = itertools.count(1)
         self._ops: list[Op] = []
         # Output waiting for store batches: [token, done, error, [(conn, command), ...],
-        # [messages to page out once the batch is durable]].
+        # [messages to page out once the batch is durable], [entries of its PERSISTENT
+        # messages: taken back if the batch cannot be stored]].
         self._pending: collections.deque[list[Any]] = collections.deque()
         self._tokens = itertools.count(1)
         self._to_page: list[Stored] = []
+        self._unstored: list[Entry] = []  # entries whose message this batch makes durable
         self._completed: collections.deque[tuple[int, BaseException | None]] = collections.deque()
         self._completion_posted = False
         self._out: list[tuple[BrokerConnection, c.Command]] = []
@@ -826,8 +828,9 @@ class Broker:
             paged = True  # PSF-07: kept on disk only, read back when it is delivered
             self._to_page.append(stored)
         now = self.clock.now_ms()
-        for q in targets:
-            self._enqueue(q, stored, now, paged)
+        entries = [self._enqueue(q, stored, now, paged) for q in targets]
+        if stored.persistent and any(q.durable for q in targets):
+            self._unstored.extend(entries)  # every copy goes if the store refuses it
 
     def _publish_all(
         self,
@@ -851,6 +854,7 @@ class Broker:
                 self.total_bytes -= entry.held
             self._ops.clear()
             self._to_page.clear()
+            self._unstored.clear()
             raise TransactionRolledBackException(f"{failure}: {exc}", linked_exception=exc) from exc
         finally:
             self._tx_added = None
@@ -1432,36 +1436,74 @@ class Broker:
         self._ops = []
         self._out = []
         store = self.store
+        unstored, self._unstored = self._unstored, []
         if ops and store.synchronous:
             try:
                 store.write(ops)
             except OSError as exc:
-                out = _fail_replies(out, exc)
+                out = self._take_back(unstored, exc, out)
             ops = []
         to_page, self._to_page = self._to_page, []
         if ops:
             token = next(self._tokens)
-            self._pending.append([token, False, None, out, to_page])
+            self._pending.append([token, False, None, out, to_page, unstored])
             store.submit(ops, token)
         elif self._pending:
             if out:
-                self._pending.append([0, True, None, out, to_page])
+                self._pending.append([0, True, None, out, to_page, []])
         else:
             for conn, cmd in out:
                 conn.emit(cmd)
 
     def _release_done(self) -> None:
         pending = self._pending
+        took_back = False
         while pending and pending[0][1]:
-            _, _, error, out, to_page = pending.popleft()
+            _, _, error, out, to_page, unstored = pending.popleft()
             if error is None:
                 for stored in to_page:  # durable now: drop the bytes from memory (PSF-07)
                     stored.data = None
                     stored._view = None
             else:
-                out = _fail_replies(out, error)
+                out = self._take_back(unstored, error, out)
+                took_back = True
             for conn, cmd in out:
                 conn.emit(cmd)
+        if took_back and self.connections:  # deliveries of other messages, in their place
+            self._flush()
+
+    def _take_back(
+        self,
+        unstored: list[Entry],
+        error: BaseException,
+        out: list[tuple[BrokerConnection, c.Command]],
+    ) -> list[tuple[BrokerConnection, c.Command]]:
+        """A store batch failed: the PERSISTENT messages it was to make durable were never
+        accepted (their senders get errors, ``_fail_replies``), so they leave their queues,
+        and deliveries of them that have not left the broker yet are taken back (from this
+        batch's output and from every later batch's), their consumers' credit restored."""
+        dropped: set[tuple[int, int]] = set()  # (id of the connection, delivery id)
+        for e in unstored:
+            if e.state == GONE:
+                continue
+            consumer = e.consumer
+            if e.state == INFLIGHT and consumer is not None:
+                e.session.outstanding.pop(e.delivery_id, None)
+                consumer.outstanding.discard(e.delivery_id)
+                if consumer.prefetch:
+                    consumer.credit += 1
+                else:
+                    consumer.pull += 1
+                dropped.add((id(e.session.conn), e.delivery_id))
+                self._dirty.add(consumer.queue)
+            e.queue.remove(e)
+            self.total_bytes -= e.held
+        if dropped:
+            out = _without_deliveries(out, dropped)
+            for group in self._pending:
+                group[3] = _without_deliveries(group[3], dropped)
+            self._dispatch_dirty()
+        return _fail_replies(out, error)
 
     def _recover(self) -> None:
         """Rebuild durable subscriptions and persistent messages from the store (REL-09)."""
@@ -1564,6 +1606,17 @@ def _subscription_name(sub: _Subscription) -> str:
         return sub.queue.key
     client_id, name = sub.key
     return f"{client_id}:{name}" if client_id else name
+
+
+def _without_deliveries(
+    out: list[tuple[BrokerConnection, c.Command]], dropped: set[tuple[int, int]]
+) -> list[tuple[BrokerConnection, c.Command]]:
+    """``out`` without the ``Deliver`` commands of ``dropped`` (connection id, delivery id)."""
+    return [
+        (conn, cmd)
+        for conn, cmd in out
+        if not (type(cmd) is c.Deliver and (id(conn), cmd.delivery_id) in dropped)
+    ]
 
 
 def _fail_replies(

@@ -222,6 +222,7 @@ class Connection:
         self._exc_queue: queue.SimpleQueue[JMSException | None] | None = None
         self.prefetch = factory.prefetch
         self.block_np_sends = factory.block_on_non_persistent_send
+        self.local = factory._tcp is None  # in-process: a delivery is buffered when made
         self.trusted_modules = factory.trusted_modules
         self._listener_threads: set[int] = set()
         self._temporaries: set[Destination] = set()

@@ -176,8 +176,16 @@ class MessageConsumer:
                     pulled = True
                     self._pull(1, deadline is None or deadline > time.monotonic())
                     continue
-                if pulled:  # cancel the open pull; a message may have arrived meanwhile
-                    self._pull(0, False)
+                if timeout == 0 and not pulled and conn.started and not conn.local:
+                    # CONS-06 over a network: what the broker delivered before this call may
+                    # still be on the wire. A one-message pull is a barrier: its reply comes
+                    # after every delivery it caused or that came before (as Artemis's
+                    # receiveNoWait forces a delivery). wait=False: nothing to cancel.
+                    pulled = True
+                    self._pull(1, False)
+                    continue
+                if pulled and self._prefetch == 0:
+                    self._pull(0, False)  # cancel the open pull; a message may have come
                     with cond:
                         d = self._take()
                 if d is None:
