@@ -427,13 +427,12 @@ class Connection:
 
     # ---- internals used by sessions ------------------------------------------------------
     def request(self, req: c.Request) -> c.Reply:
-        """Send a request to the broker and return its reply (no error check)."""
-        try:
-            return self._transport.request(req)  # type: ignore[no-any-return]
-        except JMSException:
-            raise
-        except OSError as exc:
-            raise JMSException(f"broker link failed: {exc}", linked_exception=exc) from exc
+        """Send a request to the broker and return its reply (no error check).
+
+        Raises:
+            JMSException: the link is lost or closed.
+        """
+        return self.submit(req).result()
 
     def submit(self, req: c.Request) -> PendingReply:
         """Send a request without waiting; its reply (or the link's failure) resolves the

@@ -10,11 +10,12 @@ it later, so a producer need not wait a round trip per message.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from ternmq.errors import JMSException
 from ternmq.protocol import commands as c
 
-__all__ = ["PendingReply"]
+__all__ = ["PendingReply", "await_reply", "fail_all"]
 
 
 class PendingReply:
@@ -57,3 +58,33 @@ class PendingReply:
             raise self.error
         assert self.reply is not None
         return self.reply
+
+
+def await_reply(
+    pending: dict[int, PendingReply],
+    corr: int,
+    handle: PendingReply,
+    timeout: float | None,
+    where: str,
+) -> c.Reply:
+    """Wait for ``handle`` (registered under ``corr`` in ``pending``) and return its reply.
+
+    Raises:
+        JMSException: no reply from ``where`` within ``timeout`` seconds, or the link ended.
+    """
+    if not handle.wait(timeout):
+        pending.pop(corr, None)
+        if not handle.done:
+            raise JMSException(f"no reply from {where} within {timeout:g} s")
+    return handle.result()
+
+
+def fail_all(pending: dict[int, PendingReply], error: Callable[[], JMSException]) -> None:
+    """Resolve every handle in ``pending`` with a fresh ``error()`` and empty the dict (safe
+    against handles being added or taken concurrently: dict operations are atomic)."""
+    while pending:
+        try:
+            _, waiter = pending.popitem()
+        except KeyError:
+            break
+        waiter.resolve(None, error())

@@ -74,7 +74,7 @@ from ternmq.protocol.frames import (
     encode,
 )
 from ternmq.transport._options import flag_option
-from ternmq.transport._pending import PendingReply
+from ternmq.transport._pending import PendingReply, await_reply, fail_all
 
 __all__ = [
     "DEFAULT_HEARTBEAT",
@@ -379,12 +379,8 @@ class TcpTransport:
         """
         if not req.corr:
             req = msgspec.structs.replace(req, corr=next(self._corr))
-        pending = self.submit(req)
-        if not pending.wait(timeout):
-            self._pending.pop(req.corr, None)
-            if not pending.done:
-                raise JMSException(f"no reply from {self.address} within {timeout:g} s")
-        return pending.result()
+        handle = self.submit(req)
+        return await_reply(self._pending, req.corr, handle, timeout, self.address)
 
     def submit(self, req: c.Request) -> PendingReply:
         """Send ``req`` and return at once: the reply resolves the returned handle (on the
@@ -560,13 +556,7 @@ class TcpTransport:
         # either the request sees the loss or its waiter is swept (dict ops are atomic).
         self._shutdown()
         self._hb_wake.set()
-        pending = self._pending
-        while pending:
-            try:
-                _, waiter = pending.popitem()
-            except KeyError:
-                break
-            waiter.resolve(None, self._link_error())
+        fail_all(self._pending, self._link_error)
         if closing or (self._disconnecting and event is None and cause is None):
             return  # an orderly end: nobody needs to hear about it
         try:

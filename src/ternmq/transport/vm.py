@@ -36,7 +36,7 @@ from ternmq.broker.engine import Broker, BrokerConnection
 from ternmq.errors import JMSException
 from ternmq.protocol import commands as c
 from ternmq.store import MemoryStore, Store
-from ternmq.transport._pending import PendingReply
+from ternmq.transport._pending import PendingReply, await_reply, fail_all
 
 __all__ = ["EmbeddedBroker", "VmTransport", "get_embedded"]
 
@@ -336,12 +336,8 @@ class VmTransport:
         """
         if not req.corr:
             req = _with_corr(req, next(self._corr))
-        pending = self.submit(req)
-        if not pending.wait(timeout):
-            self._pending.pop(req.corr, None)
-            if not pending.done:
-                raise JMSException(f"no reply from {self.embedded.url} within {timeout} s")
-        return pending.result()
+        handle = self.submit(req)
+        return await_reply(self._pending, req.corr, handle, timeout, self.embedded.url)
 
     def submit(self, req: c.Request) -> PendingReply:
         """Send ``req`` and return at once; the broker's reply resolves the returned handle
@@ -380,15 +376,8 @@ class VmTransport:
         if not self._closed:
             self._closed = True
             self.embedded._drop(self._conn)
-            pending = self._pending
-            while pending:
-                try:
-                    _, waiter = pending.popitem()
-                except KeyError:
-                    break
-                waiter.resolve(
-                    None, JMSException(f"the connection to {self.embedded.url} is closed")
-                )
+            url = self.embedded.url
+            fail_all(self._pending, lambda: JMSException(f"the connection to {url} is closed"))
 
 
 def _with_corr(req: c.Request, corr: int) -> c.Request:
