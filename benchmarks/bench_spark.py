@@ -17,14 +17,19 @@ Spark's fixed costs (planning ~0.1 s per batch query, ~0.25 s per micro-batch, ~
 streaming query; see ../shared/notes/spark-datasource-facts.md). Seeding the broker is not
 timed. Prints the median of R repeats after one warm-up.
 
-Run: .venv/bin/python benchmarks/bench_spark.py [--count N] [--repeat R]
+Run: .venv/bin/python benchmarks/bench_spark.py [--count N] [--repeat R] [--only SCENARIO]
+[--url tcp://HOST:PORT] (--only read|write|stream, repeatable; --url uses a running broker,
+e.g. one under a profiler, instead of starting one). The stream scenario also prints Spark's
+mean per-micro-batch durations (``durationMs`` of ``query.recentProgress``).
 Needs the spark extra (``pip install -e '.[spark]'``) and Java 17.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +42,7 @@ from ternmq.client.sequenced import commit_staged, stage
 from ternmq.message import TextMessage
 
 BODY = "x" * 256
+SCENARIOS = ("read", "write", "stream")
 
 
 def _seed(conn: Connection, dest: str, n: int, tag: str) -> None:
@@ -82,70 +88,91 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--count", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--only", choices=SCENARIOS, action="append", help="run this scenario (repeatable)"
+    )
+    parser.add_argument(
+        "--url", help="use this running broker (e.g. one under a profiler) instead of a new one"
+    )
     args = parser.parse_args(argv)
     n, repeat = args.count, args.repeat
+    only = set(args.only or SCENARIOS)
     import ternmq.spark
 
     spark = ternmq.spark.local_session("ternmq-bench")
-    with server() as url, ConnectionFactory(url).create_connection() as conn:
+    with contextlib.ExitStack() as stack:
+        url = args.url or stack.enter_context(server())
+        conn = stack.enter_context(ConnectionFactory(url).create_connection())
         print(f"broker {url}; {n:,} messages of {len(BODY)} bytes; Spark {spark.version}")
+        _scenarios(spark, url, conn, n, repeat, only)
+    spark.stop()
 
-        # ---- batch read
-        _seed(conn, "queue://bench-read", n, "read")
 
-        def batch_read() -> None:
-            df = (
-                spark.read.format("ternmq")
-                .option("url", url)
-                .option("destination", "queue://bench-read")
-                .load()
-            )
-            df.write.format("noop").mode("overwrite").save()
+def _scenarios(spark: Any, url: str, conn: Connection, n: int, repeat: int, only: set[str]) -> None:
+    if "read" in only:
+        _batch_read(spark, url, conn, n, repeat)
+    if "write" in only:
+        _batch_write(spark, url, conn, n, repeat)
+    if "stream" in only:
+        _stream_read(spark, url, conn, n, repeat)
 
-        runs = _timed(batch_read, repeat)
-        assert stat(conn, "queue://bench-read")[0].depth == n  # nothing consumed
-        print(f"batch read    {_median_rate(n, runs)}")
 
-        # ---- batch write
-        rows = spark.range(n).selectExpr(f"concat('{BODY[:-8]}', lpad(id, 8, '0')) AS body")
-        rows = rows.persist()
-        rows.count()
+def _batch_read(spark: Any, url: str, conn: Connection, n: int, repeat: int) -> None:
+    _seed(conn, "queue://bench-read", n, "read")
 
-        def batch_write() -> None:
-            (
-                rows.write.format("ternmq")
-                .mode("append")
-                .option("url", url)
-                .option("destination", "queue://bench-write")
-                .save()
-            )
+    def batch_read() -> None:
+        df = (
+            spark.read.format("ternmq")
+            .option("url", url)
+            .option("destination", "queue://bench-read")
+            .load()
+        )
+        df.write.format("noop").mode("overwrite").save()
 
-        def empty_write_queue() -> None:
-            try:
-                purge(conn, "queue://bench-write")
-            except Exception:  # not created yet
-                pass
+    runs = _timed(batch_read, repeat)
+    assert stat(conn, "queue://bench-read")[0].depth == n  # nothing consumed
+    print(f"batch read    {_median_rate(n, runs)}")
 
-        runs = _timed(batch_write, repeat, empty_write_queue)
-        assert stat(conn, "queue://bench-write")[0].depth == n
-        print(f"batch write   {_median_rate(n, runs)}")
 
-        # ---- stream read
-        counter = iter(range(1 << 30))
-        checkpoints: list[str] = []
+def _batch_write(spark: Any, url: str, conn: Connection, n: int, repeat: int) -> None:
+    rows = spark.range(n).selectExpr(f"concat('{BODY[:-8]}', lpad(id, 8, '0')) AS body")
+    rows = rows.persist()
+    rows.count()
 
-        def refill() -> None:
-            try:
-                purge(conn, "queue://bench-stream")  # what a previous run left unacknowledged
-            except Exception:  # not created yet
-                pass
-            _seed(conn, "queue://bench-stream", n, f"stream-{next(counter)}")
+    def batch_write() -> None:
+        (
+            rows.write.format("ternmq")
+            .mode("append")
+            .option("url", url)
+            .option("destination", "queue://bench-write")
+            .save()
+        )
 
-        def stream_read() -> None:
-            import tempfile
+    def empty_write_queue() -> None:
+        try:
+            purge(conn, "queue://bench-write")
+        except Exception:  # not created yet
+            pass
 
-            ckpt = tempfile.mkdtemp(prefix="ternmq-bench-ckpt-")
-            checkpoints.append(ckpt)
+    runs = _timed(batch_write, repeat, empty_write_queue)
+    assert stat(conn, "queue://bench-write")[0].depth == n
+    print(f"batch write   {_median_rate(n, runs)}")
+    rows.unpersist()
+
+
+def _stream_read(spark: Any, url: str, conn: Connection, n: int, repeat: int) -> None:
+    counter = iter(range(1 << 30))
+    durations: list[dict[str, int]] = []
+
+    def refill() -> None:
+        try:
+            purge(conn, "queue://bench-stream")  # what a previous run left unacknowledged
+        except Exception:  # not created yet
+            pass
+        _seed(conn, "queue://bench-stream", n, f"stream-{next(counter)}")
+
+    def stream_read() -> None:
+        with tempfile.TemporaryDirectory(prefix="ternmq-bench-ckpt-") as ckpt:
             query = (
                 spark.readStream.format("ternmq")
                 .option("url", url)
@@ -158,12 +185,20 @@ def main(argv: list[str] | None = None) -> None:
                 .start()
             )
             query.awaitTermination()
-            read = sum(int(p.get("numInputRows", 0)) for p in query.recentProgress)
-            assert read == n, (read, n)
+        progress = [p for p in query.recentProgress if int(p.get("numInputRows", 0))]
+        read = sum(int(p["numInputRows"]) for p in progress)
+        assert read == n, (read, n)
+        durations.extend(p["durationMs"] for p in progress)
 
-        runs = _timed(stream_read, repeat, refill)
-        print(f"stream read   {_median_rate(n, runs)}   ({n // 10_000} micro-batches each)")
-    spark.stop()
+    runs = _timed(stream_read, repeat, refill)
+    print(f"stream read   {_median_rate(n, runs)}   ({n // 10_000} micro-batches each)")
+    keys = sorted(
+        {k for d in durations for k in d}, key=lambda k: -sum(d.get(k, 0) for d in durations)
+    )
+    print(
+        "  per micro-batch, mean ms: "
+        + ", ".join(f"{k} {statistics.mean(d.get(k, 0) for d in durations):.0f}" for k in keys)
+    )
 
 
 if __name__ == "__main__":

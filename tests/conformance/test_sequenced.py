@@ -223,6 +223,34 @@ def test_positions_stay_monotonic_across_a_restart(make_broker: MakeBroker) -> N
         assert recs[0].seq > b.latest
 
 
+def test_ack_upto_removes_exactly_its_messages_from_the_store(make_broker: MakeBroker) -> None:
+    """``ack_upto`` deletes stored messages by ranges: what it leaves below the position (a
+    message in flight to a consumer, messages not matching its selector) survives a restart,
+    what it removed (persistent or not) does not come back, and nothing above it is touched."""
+    broker = make_broker()
+    q = Queue("seq-ack-store")
+    with ConnectionFactory(broker.url + "?prefetch=0").create_connection() as conn:
+        conn.start()
+        s = conn.create_session()
+        for i in range(10):
+            m = s.create_text_message(f"m{i}")
+            m.set_int_property("n", i)
+            mode = NP if i == 5 else P
+            s.create_producer(q).send(m, delivery_mode=mode)
+        held = new_session(conn, 2)  # CLIENT_ACKNOWLEDGE: m0 stays in flight
+        consumer = held.create_consumer(q)
+        assert text_or_none(receive(consumer)) == "m0"  # pulled (prefetch 0): only m0
+        b = log_bounds(conn, q)
+        upto = _seqs(conn, str(q), b.earliest, b.latest)[8]  # m8
+        keep = "n <> 3 AND n NOT BETWEEN 6 AND 7"
+        assert ack_upto(conn, q, upto, selector=keep) == 5  # m1 m2 m4 m5 m8
+    broker.stop()
+    broker.start()
+    with ConnectionFactory(broker.url).create_connection() as conn:
+        b = log_bounds(conn, q)
+        assert _texts(conn, str(q), b.earliest, b.latest) == ["m0", "m3", "m6", "m7", "m9"]
+
+
 @pytest.mark.vm_only("fake clock")
 def test_scheduled_and_expired_messages(make_broker: MakeBroker, clock: FakeClock) -> None:
     """A message waiting for its delivery time holds ``latest`` below its position until

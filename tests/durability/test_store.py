@@ -25,6 +25,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -33,6 +34,7 @@ import pytest
 
 from ternmq.broker.clock import FakeClock
 from ternmq.client import Connection, ConnectionFactory, MessageConsumer, Session
+from ternmq.client.sequenced import commit_staged
 from ternmq.destination import Queue, Topic
 from ternmq.errors import JMSException
 from ternmq.message import DeliveryMode, Message
@@ -44,10 +46,14 @@ from ternmq.store import (
     Recovered,
     RemoveDestination,
     RemoveMessage,
+    RemoveRange,
     RemoveSubscription,
     SetDeliveryCount,
+    SetSinkBatch,
+    StagedRecord,
 )
-from ternmq.store.sqlite import SqliteStore
+from ternmq.store import sqlite as sqlite_store
+from ternmq.store.sqlite import SCHEMA_VERSION, SqliteStore
 from ternmq.transport.vm import EmbeddedBroker, get_embedded
 
 WAIT = 5.0  # for anything that must happen
@@ -192,10 +198,11 @@ def test_load_without_bodies_gives_sizes_and_read_message_the_bytes(
 
 @pytest.mark.parametrize("seed", range(6))
 def test_random_histories_load_like_the_memory_store(tmp_path: pathlib.Path, seed: int) -> None:
-    """Model check: random batches of every op type, written through ``submit`` (grouped) and
-    ``write``, load exactly as a ``MemoryStore`` given the same batches -- live and after a
-    reopen. Histories are realistic: sequence numbers are never reused within a destination,
-    counts and removals name live messages (or ones added earlier in the same batch)."""
+    """Model check: random batches of every message and subscription op type (removals by
+    range too), written through ``submit`` (grouped) and ``write``, load exactly as a
+    ``MemoryStore`` given the same batches -- live and after a reopen. Histories are
+    realistic: sequence numbers are never reused within a destination, counts and removals
+    name live messages (or ones added earlier in the same batch)."""
     rng = random.Random(seed)
     model = MemoryStore()
     data_dir = tmp_path / "data"
@@ -250,6 +257,10 @@ def test_random_histories_load_like_the_memory_store(tmp_path: pathlib.Path, see
                 q = rng.choice(queues)
                 batch.append(RemoveDestination(q))
                 live[q].clear()
+            elif live[dest]:
+                lo, hi = sorted(rng.choices(live[dest], k=2))
+                batch.append(RemoveRange(dest, lo, hi))
+                live[dest] = [seq for seq in live[dest] if not lo <= seq <= hi]
         model.write(batch)
         if rng.random() < 0.1:
             done.wait_for(submitted)  # write() runs on this thread: let queued batches land
@@ -459,13 +470,77 @@ def test_a_store_of_another_schema_version_is_refused(tmp_path: pathlib.Path) ->
         db.execute("UPDATE meta SET value='999' WHERE key='schema'")
     with pytest.raises(JMSException, match="schema 999") as info:
         SqliteStore(data_dir)
-    assert "2" in str(info.value).split("999", 1)[1]
+    assert SCHEMA_VERSION in str(info.value).split("999", 1)[1]
     with pytest.raises(JMSException, match="schema 999"):  # not "in use": nothing leaked
         SqliteStore(data_dir)
     with db:
         db.execute("UPDATE meta SET value='1' WHERE key='schema'")
     db.close()
     assert [m.seq for m in _reopen(data_dir).messages["queue://Q"]] == [1]
+
+
+# The schema-2 tables that schema 3 changed: staged messages one row each.
+_SCHEMA_2_STAGED = """
+CREATE TABLE staged(
+    txid TEXT NOT NULL, n INTEGER NOT NULL, sink_id TEXT NOT NULL, batch_id INTEGER NOT NULL,
+    destination TEXT NOT NULL, persistent INTEGER NOT NULL, priority INTEGER NOT NULL,
+    expiration INTEGER NOT NULL, delivery_time INTEGER NOT NULL, group_id TEXT,
+    group_seq INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY(txid, n)
+);
+"""
+
+
+def test_a_schema_2_store_is_upgraded_in_place_with_its_staged_messages(
+    tmp_path: pathlib.Path,
+) -> None:
+    """A data dir of store schema 2 (one staged row per message) opens as schema 3: its
+    messages, sink batches and staged transactions come back as written, the old staged
+    table is gone, and a broker on the directory publishes the upgraded transaction."""
+    data_dir = tmp_path / "data"
+    s = SqliteStore(data_dir)
+    s.write([add("queue://Q", 1, b"kept"), SetSinkBatch("sink", 4)])
+    s.close()
+    db = sqlite3.connect(data_dir / "ternmq.db")
+    with db:
+        db.execute("DROP TABLE staged_chunks")
+        db.executescript(_SCHEMA_2_STAGED)
+        db.executemany(
+            "INSERT INTO staged VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+            [
+                ("t", 1, "sink", 5, "queue://Q", 0, 7, 1_900_000_000_000, 0, "g", 2, b"m1"),
+                ("t", 0, "sink", 5, "queue://Q", 1, 4, 0, 0, None, 0, b"m0"),
+                ("u", 0, "other", 0, "topic://T", 1, 4, 0, 0, None, 0, b"u0"),
+            ],
+        )
+        db.execute("UPDATE meta SET value='2' WHERE key='schema'")
+    db.close()
+    expected = [
+        StagedRecord("t", 0, "sink", 5, "queue://Q", b"m0", True, 4, 0, 0, None, 0),
+        StagedRecord("t", 1, "sink", 5, "queue://Q", b"m1", False, 7, 1_900_000_000_000, 0, "g", 2),
+        StagedRecord("u", 0, "other", 0, "topic://T", b"u0", True, 4, 0, 0, None, 0),
+    ]
+    for _ in range(2):  # upgraded, then opened as schema 3
+        r = _reopen(data_dir)
+        assert r.staged == expected
+        assert r.sinks == {"sink": 4}
+        assert [m.data for m in r.messages["queue://Q"]] == [b"kept"]
+    db = sqlite3.connect(data_dir / "ternmq.db")
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    (version,) = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+    db.close()
+    assert "staged" not in tables and "staged_chunks" in tables
+    assert version == SCHEMA_VERSION
+    b = Brokers(data_dir)
+    b.start()
+    try:
+        assert commit_staged(b.connect(), "sink", 5, ["t"]).published == 2
+    finally:
+        for conn in b.connections:
+            conn.close()
+        b.stop()
+    r = _reopen(data_dir)
+    assert r.staged == [expected[2]]
+    assert [m.data for m in r.messages["queue://Q"]] == [b"kept", b"m0"]  # m1 non-persistent
 
 
 def test_a_file_that_is_not_a_store_is_refused(tmp_path: pathlib.Path) -> None:
@@ -478,6 +553,30 @@ def test_a_file_that_is_not_a_store_is_refused(tmp_path: pathlib.Path) -> None:
         with pytest.raises(JMSException, match="cannot open the store") as info:
             SqliteStore(data_dir)
         assert str(data_dir) in str(info.value)
+
+
+def test_the_writer_checkpoints_the_log_after_reporting_completions(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``CHECKPOINT_BYTES`` logged, the writer copies the log into the database file
+    itself (after the batch's completion; SQLite's own checkpoint would wait for 64 MiB)."""
+    monkeypatch.setattr(sqlite_store, "CHECKPOINT_BYTES", 1024)
+    data_dir = tmp_path / "data"
+    s = SqliteStore(data_dir)
+    try:
+        done = Completions()
+        s.set_completion(done)
+        db_file = data_dir / "ternmq.db"
+        before = db_file.stat().st_size
+        s.submit([add("queue://Q", 1, b"x" * 1_000_000)], 1)
+        assert done.wait_for(1) == [(1, None)]
+        deadline = time.monotonic() + WAIT
+        while db_file.stat().st_size < before + 1_000_000 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert db_file.stat().st_size >= before + 1_000_000
+    finally:
+        s.close()
+    assert [m.seq for m in _reopen(data_dir).messages["queue://Q"]] == [1]
 
 
 def test_fsync_modes(tmp_path: pathlib.Path) -> None:

@@ -4,7 +4,11 @@ settings or internals; the requests themselves are tested over every transport i
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ternmq.broker import _sequenced
 from ternmq.client import ConnectionFactory
@@ -53,3 +57,18 @@ def test_a_queue_declared_in_the_config_continues_its_positions_after_a_restart(
             b = log_bounds(conn, q)
             seqs = [r.seq for ch in read_range(conn, q, before, b.latest) for r in ch]
             assert len(seqs) == 1 and seqs[0] > before
+
+
+@given(st.sets(st.integers(1, 60), min_size=1), st.sets(st.integers(1, 60)))
+def test_ack_upto_deletes_by_the_fewest_ranges_that_spare_kept_positions(
+    removed: set[int], kept: set[int]
+) -> None:
+    """The store ranges of a cumulative acknowledgement cover every removed position, hold
+    no kept one, and are as few as that allows (a kept position between each two)."""
+    kept -= removed
+    seqs, keep = sorted(removed), sorted(kept)
+    runs = _sequenced._runs(seqs, keep)
+    covered = [s for lo, hi in runs for s in seqs if lo <= s <= hi]
+    assert covered == seqs
+    assert all(lo <= hi and not any(lo <= k <= hi for k in keep) for lo, hi in runs)
+    assert all(any(a[1] < k < b[0] for k in keep) for a, b in itertools.pairwise(runs))

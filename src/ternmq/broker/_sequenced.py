@@ -35,6 +35,7 @@ committed or aborted (they do not count against the memory limits).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import heapq
 import itertools
@@ -51,7 +52,7 @@ from ternmq.errors import (
 )
 from ternmq.protocol import commands as c
 from ternmq.selector import compile_selector
-from ternmq.store import AddStaged, RemoveStaged, SetSinkBatch, StagedRecord
+from ternmq.store import AddStaged, RemoveRange, RemoveStaged, SetSinkBatch
 
 if TYPE_CHECKING:
     from ternmq.broker.engine import Broker, BrokerConnection
@@ -181,16 +182,49 @@ def on_read_range(broker: Broker, conn: BrokerConnection, req: c.ReadRange) -> c
 def on_ack_upto(broker: Broker, conn: BrokerConnection, req: c.AckUpto) -> c.Reply:
     q = _log(broker, conn, req.destination, req.subscription, "consume")
     selector = compile_selector(req.selector)
+    upto = req.upto
     gone: list[Entry] = []
+    kept: list[int] = []  # positions up to ``upto`` that stay held
     for od in q.ready_buckets():
         for e in od.values():
-            if e.seq > req.upto:
+            if e.seq > upto:
                 break  # each priority's map is in sequence order
             if selector is None or selector.matches(broker._view(e)):
                 gone.append(e)
+            else:
+                kept.append(e.seq)
+    if not gone:
+        return c.Ok(corr=req.corr, value="0")
+    mark = len(broker._ops)
     for e in gone:
         broker._finish(e)
+    if q.durable:
+        # The store deletes by ranges that hold none of the positions kept (in flight,
+        # scheduled, not matching), instead of message by message.
+        stored = sorted(e.seq for e in gone if e.stored.persistent)
+        if stored:
+            kept.extend(seq for seq in q.inflight if seq <= upto)
+            kept.extend(seq for _, seq, _ in q.scheduled if seq <= upto)
+            kept.sort()
+            del broker._ops[mark:]  # _finish's RemoveMessage of each one
+            broker._ops.extend(RemoveRange(q.key, lo, hi) for lo, hi in _runs(stored, kept))
     return c.Ok(corr=req.corr, value=str(len(gone)))
+
+
+def _runs(seqs: list[int], kept: list[int]) -> list[tuple[int, int]]:
+    """The fewest ranges ``(first, last)`` that cover ``seqs`` (ascending) and hold no
+    position of ``kept`` (ascending, disjoint from ``seqs``)."""
+    runs: list[tuple[int, int]] = []
+    i = bisect.bisect_left(kept, seqs[0])  # the first kept position above the run's start
+    lo = prev = seqs[0]
+    for seq in seqs:
+        if i < len(kept) and kept[i] < seq:  # a kept position lies between prev and seq
+            runs.append((lo, prev))
+            lo = seq
+            i = bisect.bisect_left(kept, seq, i)
+        prev = seq
+    runs.append((lo, prev))
+    return runs
 
 
 def on_stage(broker: Broker, conn: BrokerConnection, req: c.Stage) -> c.Reply:
@@ -211,33 +245,19 @@ def on_stage(broker: Broker, conn: BrokerConnection, req: c.Stage) -> c.Reply:
         )
     checked: set[str] = set()
     for send in req.messages:
-        dest = broker._check_send(conn, send, dest_ok=send.destination in checked)
-        if dest.is_temporary:
-            raise InvalidDestinationException(f"{dest} is temporary: it cannot be staged to")
-        checked.add(send.destination)
+        known = send.destination in checked
+        dest = broker._check_send(conn, send, dest_ok=known)
+        if not known:
+            if dest.is_temporary:
+                raise InvalidDestinationException(f"{dest} is temporary: it cannot be staged to")
+            checked.add(send.destination)
     sends = req.messages
     if broker.populate_user_id:
         sends = [broker._stamp_user(conn, send) for send in sends]  # PROP-23
-    for send in sends:
-        broker._ops.append(
-            AddStaged(
-                StagedRecord(
-                    req.txid,
-                    len(tx.sends),
-                    req.sink_id,
-                    req.batch_id,
-                    send.destination,
-                    send.message,
-                    send.persistent,
-                    send.priority,
-                    send.expiration,
-                    send.delivery_time,
-                    send.group_id,
-                    send.group_seq,
-                )
-            )
-        )
-        tx.sends.append(send)
+    if sends:
+        # One store operation for the whole request (a store keeps it as one record).
+        broker._ops.append(AddStaged(req.txid, req.sink_id, req.batch_id, len(tx.sends), sends))
+        tx.sends.extend(sends)
     broker._staged[req.txid] = tx
     return c.Ok(corr=req.corr, value=str(len(tx.sends)))
 

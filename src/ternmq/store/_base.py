@@ -3,10 +3,12 @@
 Theory of operation
 -------------------
 The broker keeps its working state in memory and describes every durable change as a small
-operation value. The operations of one broker request (a send, an ack, a commit) form one
-*batch*, written atomically by :meth:`Store.write` before the request's reply leaves the
-broker; a durable store may join concurrent batches into one transaction and one fsync
-(group commit). On start, :meth:`Store.load` returns what survived, in order.
+operation value (a frozen msgspec Struct that the garbage collector does not track: a busy
+broker makes one or more per message, so they must be cheap to make and to keep). The
+operations of one broker request (a send, an ack, a commit) form one *batch*, written
+atomically by :meth:`Store.write` before the request's reply leaves the broker; a durable
+store may join concurrent batches into one transaction and one fsync (group commit). On
+start, :meth:`Store.load` returns what survived, in order.
 
 Only state that must survive is written: PERSISTENT messages on queues and durable
 subscriptions, durable subscription definitions, delivery counts, the sequence numbers each
@@ -19,8 +21,12 @@ subscriptions never reach the store.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol
+
+import msgspec
+
+from ternmq.protocol.commands import StagedSend
 
 __all__ = [
     "AddMessage",
@@ -32,6 +38,7 @@ __all__ = [
     "Recovered",
     "RemoveDestination",
     "RemoveMessage",
+    "RemoveRange",
     "RemoveStaged",
     "RemoveSubscription",
     "ReserveSeq",
@@ -40,11 +47,11 @@ __all__ = [
     "StagedRecord",
     "Store",
     "StoredMessage",
+    "staged_records",
 ]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class AddMessage:
+class AddMessage(msgspec.Struct, frozen=True, gc=False):
     """A persistent message entered ``dest`` (``queue://NAME``, or ``sub:u:CLIENT:NAME`` /
     ``sub:s:CLIENT:NAME`` for an unshared / shared durable subscription)."""
 
@@ -57,16 +64,23 @@ class AddMessage:
     group_id: str | None = None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class RemoveMessage:
+class RemoveMessage(msgspec.Struct, frozen=True, gc=False):
     """Message ``seq`` left ``dest`` (acknowledged, expired, dead-lettered or purged)."""
 
     dest: str
     seq: int
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class SetDeliveryCount:
+class RemoveRange(msgspec.Struct, frozen=True, gc=False):
+    """Every stored message of ``dest`` with ``first <= seq <= last`` left it (a cumulative
+    acknowledgement: the broker names only ranges that hold nothing it keeps)."""
+
+    dest: str
+    first: int
+    last: int
+
+
+class SetDeliveryCount(msgspec.Struct, frozen=True, gc=False):
     """Message ``seq`` of ``dest`` has been delivered ``count`` times."""
 
     dest: str
@@ -74,8 +88,7 @@ class SetDeliveryCount:
     count: int
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class AddSubscription:
+class AddSubscription(msgspec.Struct, frozen=True, gc=False):
     """A durable subscription was created (its key is ``dest``)."""
 
     dest: str
@@ -87,22 +100,19 @@ class AddSubscription:
     shared: bool
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class RemoveSubscription:
+class RemoveSubscription(msgspec.Struct, frozen=True, gc=False):
     """A durable subscription and all its messages were deleted."""
 
     dest: str
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class RemoveDestination:
+class RemoveDestination(msgspec.Struct, frozen=True, gc=False):
     """A queue and all its messages were deleted."""
 
     dest: str
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class ReserveSeq:
+class ReserveSeq(msgspec.Struct, frozen=True, gc=False):
     """Sequence numbers of ``dest`` up to ``upto`` may have been used: after a restart the
     destination continues above ``upto`` (positions never repeat, even for messages that
     were never stored)."""
@@ -129,22 +139,27 @@ class StagedRecord:
     group_seq: int
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class AddStaged:
-    """A message joined a staged transaction."""
+class AddStaged(msgspec.Struct, frozen=True, gc=False):
+    """Messages joined a staged transaction: ``messages[i]`` is its message ``first + i``.
 
-    record: StagedRecord
+    One operation per ``Stage`` request (not per message): a store keeps the list as one
+    record, since staged messages are only ever written, read back whole at recovery, and
+    dropped whole."""
+
+    txid: str
+    sink_id: str
+    batch_id: int
+    first: int
+    messages: list[StagedSend]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class RemoveStaged:
+class RemoveStaged(msgspec.Struct, frozen=True, gc=False):
     """A staged transaction was published or dropped."""
 
     txid: str
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class SetSinkBatch:
+class SetSinkBatch(msgspec.Struct, frozen=True, gc=False):
     """Batch ``batch_id`` of sink ``sink_id`` is committed (later replays publish nothing)."""
 
     sink_id: str
@@ -154,6 +169,7 @@ class SetSinkBatch:
 Op = (
     AddMessage
     | RemoveMessage
+    | RemoveRange
     | SetDeliveryCount
     | AddSubscription
     | RemoveSubscription
@@ -192,6 +208,26 @@ class Recovered:
 
 
 Completion = Callable[[int, BaseException | None], None]
+
+
+def staged_records(ops: Iterable[AddStaged]) -> Iterator[StagedRecord]:
+    """The messages of staged-transaction operations, one record each, in the given order."""
+    for op in ops:
+        for i, m in enumerate(op.messages, op.first):
+            yield StagedRecord(
+                op.txid,
+                i,
+                op.sink_id,
+                op.batch_id,
+                m.destination,
+                m.message,
+                m.persistent,
+                m.priority,
+                m.expiration,
+                m.delivery_time,
+                m.group_id,
+                m.group_seq,
+            )
 
 
 class Store(Protocol):
@@ -249,7 +285,7 @@ class MemoryStore:
         self._subs: dict[str, AddSubscription] = {}
         self._messages: dict[str, dict[int, StoredMessage]] = {}
         self._sequences: dict[str, int] = {}
-        self._staged: dict[str, dict[int, StagedRecord]] = {}  # txid -> position -> message
+        self._staged: dict[str, list[AddStaged]] = {}  # txid -> its requests, in order
         self._sinks: dict[str, int] = {}
         self.batches = 0
 
@@ -269,6 +305,10 @@ class MemoryStore:
                 )
             elif isinstance(op, RemoveMessage):
                 self._messages.get(op.dest, {}).pop(op.seq, None)
+            elif isinstance(op, RemoveRange):
+                msgs = self._messages.get(op.dest, {})
+                for seq in [seq for seq in msgs if op.first <= seq <= op.last]:
+                    del msgs[seq]
             elif isinstance(op, SetDeliveryCount):
                 rec = self._messages.get(op.dest, {}).get(op.seq)
                 if rec is not None:
@@ -283,7 +323,7 @@ class MemoryStore:
             elif isinstance(op, ReserveSeq):
                 self._sequences[op.dest] = op.upto
             elif isinstance(op, AddStaged):
-                self._staged.setdefault(op.record.txid, {})[op.record.n] = op.record
+                self._staged.setdefault(op.txid, []).append(op)
             elif isinstance(op, RemoveStaged):
                 self._staged.pop(op.txid, None)
             else:
@@ -316,9 +356,7 @@ class MemoryStore:
                 if msgs
             },
             sequences=dict(self._sequences),
-            staged=[
-                rec for _, recs in sorted(self._staged.items()) for _, rec in sorted(recs.items())
-            ],
+            staged=[rec for _, ops in sorted(self._staged.items()) for rec in staged_records(ops)],
             sinks=dict(self._sinks),
         )
 

@@ -7,7 +7,9 @@ writer thread takes *every* batch queued at that moment and applies them in one 
 transaction, so one commit (one fsync of the write-ahead log with ``fsync="always"``) makes
 them all durable — group commit. Then it reports each batch, in order, to the completion
 callback; the broker releases the replies that waited for them. Within one write, a message
-added and removed again (a fast consumer) never reaches the disk.
+added and removed again (a fast consumer) never reaches the disk. Copying the log into the
+database (a checkpoint) is the writer's job too, once it has logged ``CHECKPOINT_BYTES``, and
+*after* it has reported the completions: a large commit's reply does not wait for it.
 
 Durability settings (``fsync``):
 - ``"always"`` (default): ``PRAGMA synchronous=FULL``: a batch is on stable storage before its
@@ -34,7 +36,10 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Literal
 
+import msgspec
+
 from ternmq.errors import JMSException
+from ternmq.protocol.commands import StagedSend
 from ternmq.store._base import (
     AddMessage,
     AddStaged,
@@ -44,23 +49,28 @@ from ternmq.store._base import (
     Recovered,
     RemoveDestination,
     RemoveMessage,
+    RemoveRange,
     RemoveStaged,
     RemoveSubscription,
     ReserveSeq,
     SetDeliveryCount,
     SetSinkBatch,
-    StagedRecord,
     StoredMessage,
+    staged_records,
 )
 
 __all__ = ["SqliteStore"]
 
 log = logging.getLogger("ternmq.store")
 
-SCHEMA_VERSION = "2"
-# Schema 2 added the sequences, staged and sinks tables; a schema-1 directory is upgraded in
-# place (the new tables start empty).
-_UPGRADABLE = ("1",)
+SCHEMA_VERSION = "3"
+# Schema 2 added the sequences, staged and sinks tables; schema 3 keeps staged messages as
+# one row per Stage request (staged_chunks: a msgpack list of StagedSend) instead of one row
+# per message. Older directories are upgraded in place: the new tables start empty, and a
+# schema-2 staged table is copied into staged_chunks (one chunk per transaction), then dropped.
+_UPGRADABLE = ("1", "2")
+_STAGED_ENCODER = msgspec.msgpack.Encoder()
+_STAGED_DECODER = msgspec.msgpack.Decoder(list[StagedSend])
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS messages(
@@ -84,26 +94,25 @@ CREATE TABLE IF NOT EXISTS subscriptions(
     shared INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS sequences(dest TEXT PRIMARY KEY, reserved INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS staged(
+CREATE TABLE IF NOT EXISTS staged_chunks(
     txid TEXT NOT NULL,
-    n INTEGER NOT NULL,
+    first INTEGER NOT NULL,
     sink_id TEXT NOT NULL,
     batch_id INTEGER NOT NULL,
-    destination TEXT NOT NULL,
-    persistent INTEGER NOT NULL,
-    priority INTEGER NOT NULL,
-    expiration INTEGER NOT NULL,
-    delivery_time INTEGER NOT NULL,
-    group_id TEXT,
-    group_seq INTEGER NOT NULL,
-    data BLOB NOT NULL,
-    PRIMARY KEY(txid, n)
+    messages BLOB NOT NULL,
+    PRIMARY KEY(txid, first)
 );
 CREATE TABLE IF NOT EXISTS sinks(sink_id TEXT PRIMARY KEY, batch_id INTEGER NOT NULL);
 """
 
 Fsync = Literal["always", "batch"]
 IDLE_EXIT_SECONDS = 2.0
+# The writer copies the write-ahead log into the database (a checkpoint) itself once about
+# this many bytes were logged, *after* reporting the completions of the batch that logged
+# them, so that no reply waits for it (SQLite's automatic checkpoint runs inside the commit).
+CHECKPOINT_BYTES = 4 * 1024 * 1024
+# SQLite's own checkpoint stays on as a bound on the log (in pages) should the estimate miss.
+AUTO_CHECKPOINT_PAGES = 16_384
 
 
 class SqliteStore:
@@ -149,11 +158,13 @@ class SqliteStore:
             ) from exc
         os.ftruncate(self._lock_fd, 0)
         os.write(self._lock_fd, f"{os.getpid()}\n".encode())
+        self._logged = 0  # bytes written to the log since the last checkpoint (an estimate)
         try:
             self._db = sqlite3.connect(
                 self.path / "ternmq.db", isolation_level=None, check_same_thread=False
             )
             self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA wal_autocheckpoint={AUTO_CHECKPOINT_PAGES}")
             self._reader = sqlite3.connect(
                 self.path / "ternmq.db", isolation_level=None, check_same_thread=False
             )
@@ -164,7 +175,7 @@ class SqliteStore:
             if row is None:
                 self._db.execute("INSERT INTO meta VALUES('schema', ?)", (SCHEMA_VERSION,))
             elif row[0] in _UPGRADABLE:
-                self._db.execute("UPDATE meta SET value=? WHERE key='schema'", (SCHEMA_VERSION,))
+                self._upgrade()
             elif row[0] != SCHEMA_VERSION:
                 raise JMSException(
                     f"data dir {self.path} has store schema {row[0]}; this ternmq "
@@ -192,6 +203,45 @@ class SqliteStore:
         self.commits = 0  # transactions written (one fsync each with fsync="always")
         self.batches = 0  # batches received
 
+    def _upgrade(self) -> None:
+        """Bring an older schema to this one, in one transaction."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            old = db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='staged'"
+            ).fetchone()
+            if old is not None:  # schema 2: one row per staged message
+                chunks: dict[str, AddStaged] = {}
+                for txid, sink, batch, dest, data, pers, prio, exp, dtime, gid, gseq in db.execute(
+                    "SELECT txid, sink_id, batch_id, destination, data, persistent, priority, "
+                    "expiration, delivery_time, group_id, group_seq FROM staged ORDER BY txid, n"
+                ):
+                    op = chunks.get(txid)
+                    if op is None:
+                        op = chunks[txid] = AddStaged(txid, sink, batch, 0, [])
+                    op.messages.append(
+                        StagedSend(
+                            destination=dest,
+                            message=bytes(data),
+                            persistent=bool(pers),
+                            priority=prio,
+                            expiration=exp,
+                            delivery_time=dtime,
+                            group_id=gid,
+                            group_seq=gseq,
+                        )
+                    )
+                for op in chunks.values():
+                    self._add_staged(op)
+                db.execute("DROP TABLE staged")
+            db.execute("UPDATE meta SET value=? WHERE key='schema'", (SCHEMA_VERSION,))
+            db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
+
     # ---- reading -------------------------------------------------------------------------
     def load(self, with_data: bool = True) -> Recovered:
         """Everything that survived, messages in sequence order per destination; without
@@ -218,15 +268,15 @@ class SqliteStore:
             )
         out.sequences = dict(self._db.execute("SELECT dest, reserved FROM sequences"))
         out.sinks = dict(self._db.execute("SELECT sink_id, batch_id FROM sinks"))
-        for txid, n, sink, batch, dest, data, pers, prio, exp, dtime, gid, gseq in self._db.execute(
-            "SELECT txid, n, sink_id, batch_id, destination, data, persistent, priority, "
-            "expiration, delivery_time, group_id, group_seq FROM staged ORDER BY txid, n"
-        ):
-            out.staged.append(
-                StagedRecord(
-                    txid, n, sink, batch, dest, bytes(data), bool(pers), prio, exp, dtime, gid, gseq
+        out.staged = list(
+            staged_records(
+                AddStaged(txid, sink, batch, first, _STAGED_DECODER.decode(data))
+                for txid, first, sink, batch, data in self._db.execute(
+                    "SELECT txid, first, sink_id, batch_id, messages FROM staged_chunks "
+                    "ORDER BY txid, first"
                 )
             )
+        )
         return out
 
     def read_message(self, dest: str, seq: int) -> bytes | None:
@@ -294,6 +344,17 @@ class SqliteStore:
             if callback is not None:
                 for _, token in items:
                     callback(token, error)
+            if self._logged >= CHECKPOINT_BYTES:
+                with self._db_lock:
+                    self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        """Copy the log into the database as far as readers allow. Caller holds ``_db_lock``."""
+        self._logged = 0
+        try:
+            self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as exc:  # the log stays; SQLite's own checkpoint still bounds it
+            log.warning("store checkpoint failed: %s", exc)
 
     def _apply(self, batches: list[Sequence[Op]]) -> None:
         """One transaction for all ``batches`` (the group commit). Caller holds ``_db_lock``."""
@@ -317,19 +378,21 @@ class SqliteStore:
                 else:
                     actions.append(op)
         db = self._db
+        changes = db.total_changes
+        logged = 0  # bytes of message bodies written
         db.execute("BEGIN IMMEDIATE")
         try:
-            # Runs of message inserts, staged inserts and message deletes go to executemany
-            # (one C loop each); any other operation first flushes them, so the order of
-            # operations is kept.
+            # Runs of message inserts and message deletes go to executemany (one C loop
+            # each); any other operation first flushes them, so the order of operations is
+            # kept. Staged messages are one row per request, in their own table.
             inserts: list[tuple[object, ...]] = []
-            staged: list[tuple[object, ...]] = []
             deletes: list[tuple[str, int]] = []
             for op in actions:
                 if isinstance(op, AddMessage):
                     key = (op.dest, op.seq)
                     if adds.get(key) is not op:
                         continue
+                    logged += len(op.data)
                     inserts.append(
                         (
                             op.dest,
@@ -344,29 +407,13 @@ class SqliteStore:
                     )
                     continue
                 if isinstance(op, AddStaged):
-                    r = op.record
-                    staged.append(
-                        (
-                            r.txid,
-                            r.n,
-                            r.sink_id,
-                            r.batch_id,
-                            r.destination,
-                            int(r.persistent),
-                            r.priority,
-                            r.expiration,
-                            r.delivery_time,
-                            r.group_id,
-                            r.group_seq,
-                            r.data,
-                        )
-                    )
+                    self._add_staged(op)
                     continue
                 if isinstance(op, RemoveMessage):  # a message of an earlier write
                     deletes.append((op.dest, op.seq))
                     continue
-                if inserts or staged or deletes:
-                    self._insert(inserts, staged, deletes)
+                if inserts or deletes:
+                    self._insert(inserts, deletes)
                 if isinstance(op, AddSubscription):
                     db.execute(
                         "INSERT OR REPLACE INTO subscriptions VALUES(?,?,?,?,?,?,?)",
@@ -385,16 +432,21 @@ class SqliteStore:
                     db.execute("DELETE FROM messages WHERE dest=?", (op.dest,))
                 elif isinstance(op, RemoveDestination):
                     db.execute("DELETE FROM messages WHERE dest=?", (op.dest,))
+                elif isinstance(op, RemoveRange):
+                    db.execute(
+                        "DELETE FROM messages WHERE dest=? AND seq BETWEEN ? AND ?",
+                        (op.dest, op.first, op.last),
+                    )
                 elif isinstance(op, ReserveSeq):
                     db.execute("INSERT OR REPLACE INTO sequences VALUES(?,?)", (op.dest, op.upto))
                 elif isinstance(op, RemoveStaged):
-                    db.execute("DELETE FROM staged WHERE txid=?", (op.txid,))
+                    db.execute("DELETE FROM staged_chunks WHERE txid=?", (op.txid,))
                 elif isinstance(op, SetSinkBatch):
                     db.execute(
                         "INSERT OR REPLACE INTO sinks VALUES(?,?)", (op.sink_id, op.batch_id)
                     )
-            if inserts or staged or deletes:
-                self._insert(inserts, staged, deletes)
+            if inserts or deletes:
+                self._insert(inserts, deletes)
             if counts:
                 db.executemany(
                     "UPDATE messages SET delivery_count=? WHERE dest=? AND seq=?",
@@ -406,31 +458,30 @@ class SqliteStore:
                 db.execute("ROLLBACK")
             raise
         self.commits += 1
+        self._logged += logged + (db.total_changes - changes) * 64  # bodies + row overhead
         if self.fsync == "batch":
             now = time.monotonic()
             if now - self._last_sync >= self.batch_interval:
                 self._sync_log()
                 self._last_sync = now
 
-    def _insert(
-        self,
-        inserts: list[tuple[object, ...]],
-        staged: list[tuple[object, ...]],
-        deletes: list[tuple[str, int]],
-    ) -> None:
-        """Write the pending message and staged rows and delete the pending messages (keys
-        of earlier writes, so the order among them does not matter); empty the lists."""
+    def _add_staged(self, op: AddStaged) -> None:
+        data = _STAGED_ENCODER.encode(op.messages)
+        self._logged += len(data)
+        self._db.execute(
+            "INSERT OR REPLACE INTO staged_chunks VALUES(?,?,?,?,?)",
+            (op.txid, op.first, op.sink_id, op.batch_id, data),
+        )
+
+    def _insert(self, inserts: list[tuple[object, ...]], deletes: list[tuple[str, int]]) -> None:
+        """Write the pending message rows and delete the pending messages (keys of earlier
+        writes, so the order among them does not matter); empty the lists."""
         if deletes:
             self._db.executemany("DELETE FROM messages WHERE dest=? AND seq=?", deletes)
             deletes.clear()
         if inserts:
             self._db.executemany("INSERT OR REPLACE INTO messages VALUES(?,?,?,?,?,?,?,?)", inserts)
             inserts.clear()
-        if staged:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO staged VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", staged
-            )
-            staged.clear()
 
     def _sync_log(self) -> None:
         wal = self.path / "ternmq.db-wal"
