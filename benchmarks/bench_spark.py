@@ -20,7 +20,7 @@ timed. Prints the median of R repeats after one warm-up.
 Run: .venv/bin/python benchmarks/bench_spark.py [--count N] [--repeat R] [--only SCENARIO]
 [--url tcp://HOST:PORT] (--only read|write|stream, repeatable; --url uses a running broker,
 e.g. one under a profiler, instead of starting one). The stream scenario also prints Spark's
-mean per-micro-batch durations (``durationMs`` of ``query.recentProgress``).
+median per-micro-batch durations (``durationMs`` of ``query.recentProgress``).
 Needs the spark extra (``pip install -e '.[spark]'``) and Java 17.
 """
 
@@ -162,7 +162,7 @@ def _batch_write(spark: Any, url: str, conn: Connection, n: int, repeat: int) ->
 
 def _stream_read(spark: Any, url: str, conn: Connection, n: int, repeat: int) -> None:
     counter = iter(range(1 << 30))
-    durations: list[dict[str, int]] = []
+    durations: list[list[dict[str, int]]] = []  # per run, per micro-batch
 
     def refill() -> None:
         try:
@@ -188,16 +188,15 @@ def _stream_read(spark: Any, url: str, conn: Connection, n: int, repeat: int) ->
         progress = [p for p in query.recentProgress if int(p.get("numInputRows", 0))]
         read = sum(int(p["numInputRows"]) for p in progress)
         assert read == n, (read, n)
-        durations.extend(p["durationMs"] for p in progress)
+        durations.append([p["durationMs"] for p in progress])
 
     runs = _timed(stream_read, repeat, refill)
     print(f"stream read   {_median_rate(n, runs)}   ({n // 10_000} micro-batches each)")
-    keys = sorted(
-        {k for d in durations for k in d}, key=lambda k: -sum(d.get(k, 0) for d in durations)
-    )
+    timed = [d for run in durations[1:] for d in run]  # not the warm-up
+    keys = sorted({k for d in timed for k in d}, key=lambda k: -sum(d.get(k, 0) for d in timed))
     print(
-        "  per micro-batch, mean ms: "
-        + ", ".join(f"{k} {statistics.mean(d.get(k, 0) for d in durations):.0f}" for k in keys)
+        "  per micro-batch, median ms: "
+        + ", ".join(f"{k} {statistics.median(d.get(k, 0) for d in timed):.0f}" for k in keys)
     )
 
 

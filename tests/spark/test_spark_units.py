@@ -3,6 +3,7 @@ message <-> Arrow conversions of readers and writers."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -27,6 +28,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from ternmq.client import ConnectionFactory
+from ternmq.client._admin import stat
+from ternmq.client.sequenced import commit_staged, log_bounds, stage
 from ternmq.destination import Queue, Topic
 from ternmq.message import (
     BytesMessage,
@@ -54,13 +58,14 @@ from ternmq.spark._schema import (
     _property_text,
     records_to_batch,
 )
-from ternmq.spark._source import SeqRange, StagedWrite, make_txid
+from ternmq.spark._source import SeqRange, StagedWrite, StreamReader, make_txid
 from ternmq.spark._write import (
     RowError,
     SchemaError,
     batch_to_messages,
     check_write_schema,
 )
+from ternmq.transport.vm import EmbeddedBroker
 
 pytestmark = pytest.mark.spark
 
@@ -731,3 +736,38 @@ def test_data_source_planning() -> None:
         ds.streamWriter(write_schema, False)
     both = _schema(("body", StringType()), ("destination", StringType()))
     assert ds.streamWriter(both, True).sink_id == "orders-out"  # type: ignore[attr-defined]
+
+
+def test_stream_reader_acknowledges_completed_batches_without_waiting() -> None:
+    """``latestOffset(start)`` acknowledges the completed batch up to ``start``: without
+    waiting while a new batch follows (``partitions`` collects the reply, and the messages
+    are gone by then), before returning when nothing new came; the initial offset is never
+    acknowledged, and a pickled copy carries no acknowledgement under way."""
+    with (
+        EmbeddedBroker("spark-stream-ack") as broker,
+        ConnectionFactory(broker.url).create_connection() as conn,
+    ):
+        q = Queue("acks")
+        stage(conn, "seed", 0, "t", [(q, TextMessage(f"m{i}")) for i in range(25)])
+        commit_staged(conn, "seed", 0, ["t"])
+        opts = ReadOptions.parse({"url": URL, "destination": str(q), "maxMessagesPerTrigger": "10"})
+        reader = StreamReader(dataclasses.replace(opts, url=broker.url))  # vm:// for the test
+        limit = reader.getDefaultReadLimit()
+        start = reader.initialOffset()
+        end = reader.latestOffset(start, limit)  # the initial offset: nothing acknowledged
+        assert stat(conn, str(q))[0].depth == 25
+        ends = [start["seq"], end["seq"]]
+        while True:
+            nxt = reader.latestOffset(end, limit)
+            if nxt == end:
+                break
+            assert reader._ack_reply is not None  # under way
+            assert pickle.loads(pickle.dumps(reader))._ack_reply is None
+            reader.partitions(end, nxt)
+            assert reader._ack_reply is None
+            assert log_bounds(conn, q).earliest == end["seq"]  # everything up to it removed
+            end = nxt
+            ends.append(end["seq"])
+        assert len(ends) == 4  # 10 + 10 + 5 messages
+        assert stat(conn, str(q))[0].depth == 0  # the last batch: acknowledged on return
+        reader.stop()

@@ -9,7 +9,7 @@ let a stream processor treat a destination as a log, with exactly-once results:
 - :func:`log_bounds` and :func:`read_range` read messages by position without consuming them
   (repeatable until acknowledged);
 - :func:`ack_upto` acknowledges everything up to a position (the reader owns the queue or
-  the subscription);
+  the subscription); :func:`ack_upto_later` sends it without waiting;
 - :func:`stage`, :func:`commit_staged` and :func:`abort_staged` publish in two phases:
   staged messages are durable and invisible until the coordinator commits them, keyed by
   ``(sink_id, batch_id)`` so that a replayed batch publishes nothing twice.
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from ternmq.client._util import expect_reply
@@ -45,6 +45,7 @@ from ternmq.protocol import commands as c
 
 if TYPE_CHECKING:
     from ternmq.client.connection import Connection
+    from ternmq.transport._pending import PendingReply
 
 __all__ = [
     "CommitResult",
@@ -52,6 +53,7 @@ __all__ = [
     "LogRecord",
     "abort_staged",
     "ack_upto",
+    "ack_upto_later",
     "commit_staged",
     "ensure_subscription",
     "log_bounds",
@@ -135,32 +137,40 @@ def read_range(
     most ``limit``, without consuming them. Reading the same range again gives the same
     messages until they are acknowledged (or expire).
 
+    The next chunk is requested before a chunk is handed out, so the broker reads it while
+    the caller works on this one (at most one request ahead).
+
     Raises:
         InvalidSelectorException: ``selector`` is not a valid message selector.
     """
     conn._check_open()
     text = str(destination)
-    while after < upto:
-        reply = expect_reply(
-            conn.request(
-                c.ReadRange(
-                    destination=text,
-                    after=after,
-                    upto=upto,
-                    subscription=subscription,
-                    selector=selector,
-                    limit=limit,
-                )
-            ),
-            c.RangeResult,
-            "ReadRange",
+
+    def ask(after: int) -> PendingReply:
+        return conn.submit(
+            c.ReadRange(
+                destination=text,
+                after=after,
+                upto=upto,
+                subscription=subscription,
+                selector=selector,
+                limit=limit,
+            )
         )
-        assert isinstance(reply, c.RangeResult)
+
+    if after >= upto:
+        return
+    pending = ask(after)
+    while True:
+        reply = expect_reply(pending.result(), c.RangeResult, "ReadRange")
+        more = not reply.done and reply.after > after
+        if more:
+            after = reply.after
+            pending = ask(after)
         if reply.seqs:
             yield [LogRecord(s, n, d) for s, n, d in zip(reply.seqs, reply.counts, reply.messages)]
-        if reply.done or reply.after <= after:
+        if not more:
             return
-        after = reply.after
 
 
 def ack_upto(
@@ -173,20 +183,32 @@ def ack_upto(
 ) -> int:
     """Acknowledge every ready message with a position at or below ``seq`` (those matching
     ``selector``, if given); return how many were removed. Durable when it returns."""
+    return ack_upto_later(conn, destination, seq, subscription=subscription, selector=selector)()
+
+
+def ack_upto_later(
+    conn: Connection,
+    destination: Destination | str,
+    seq: int,
+    *,
+    subscription: str | None = None,
+    selector: str | None = None,
+) -> Callable[[], int]:
+    """Send :func:`ack_upto` and return at once; the returned function waits for the reply
+    and returns how many messages were removed (raising what :func:`ack_upto` raises). The
+    acknowledgement is durable when that function returns. Requests sent later on ``conn``
+    are handled after it."""
     conn._check_open()
-    reply = expect_reply(
-        conn.request(
-            c.AckUpto(
-                destination=str(destination),
-                upto=seq,
-                subscription=subscription,
-                selector=selector,
-            )
-        ),
-        c.Ok,
-        "AckUpto",
+    pending = conn.submit(
+        c.AckUpto(
+            destination=str(destination), upto=seq, subscription=subscription, selector=selector
+        )
     )
-    return int(reply.value or 0)
+
+    def wait() -> int:
+        return int(expect_reply(pending.result(), c.Ok, "AckUpto").value or 0)
+
+    return wait
 
 
 def ensure_subscription(

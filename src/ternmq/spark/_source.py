@@ -201,11 +201,13 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: int | None = None
         self._initial: int | None = None  # what initialOffset() returned in this process
         self._acked: int | None = None
+        self._ack_reply: Callable[[], int] | None = None  # an acknowledgement under way
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_conn"] = None  # never ship a socket to an executor
         state["_subscribed"] = False
+        state["_ack_reply"] = None
         return state
 
     # ---- driver side -------------------------------------------------------------------
@@ -289,13 +291,23 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
         """The end of the next micro-batch: the latest held position, at most ``max_rows``
         messages after ``start`` under ``ReadMaxRows``, at most the ``availableNow`` target,
-        and never before ``start``. First acknowledges everything up to ``start`` (a completed
-        batch), unless ``start`` is this query's initial offset.
+        and never before ``start``. Also acknowledges everything up to ``start`` (a completed
+        batch), unless ``start`` is this query's initial offset: without waiting for the
+        broker when a new batch follows (:meth:`partitions` collects the reply), else before
+        returning.
 
         Raises:
             JMSException: the broker cannot be reached or refuses the request.
         """
         after = int(start["seq"])
+        self._settle_ack()
+        if isinstance(limit, ReadMaxRows):
+            end = self._latest(after, int(limit.max_rows))
+        else:
+            end = self._latest()
+        if self._target is not None:
+            end = min(end, self._target)
+        end = max(end, after)
         # ``start`` is the end of a batch Spark has completed and written to its commit log
         # (a batch still to be replayed after a restart is run without asking for offsets),
         # so everything up to it is done: acknowledge it now rather than wait for
@@ -303,15 +315,35 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # ``availableNow`` run or while no new data arrives. Not the initial offset of a new
         # query, which is a starting point (``startingPosition``), not a completed batch.
         if after != self._initial and (self._acked is None or after > self._acked):
-            self.commit(start)
+            if end > after:
+                # A new batch follows: the broker removes the messages while Spark writes
+                # its offset log; partitions() (or the next call) collects the reply.
+                opts = self._opts
+                self._ack_reply = self._call(
+                    lambda conn: seqlog.ack_upto_later(
+                        conn,
+                        opts.destination,
+                        after,
+                        subscription=opts.subscription,
+                        selector=None if opts.is_topic else opts.selector,
+                    )
+                )
+            else:  # nothing new (e.g. the end of an availableNow run): done on return
+                self.commit(start)
             self._acked = after
-        if isinstance(limit, ReadMaxRows):
-            end = self._latest(after, int(limit.max_rows))
-        else:
-            end = self._latest()
-        if self._target is not None:
-            end = min(end, self._target)
-        return {"seq": max(end, after)}
+        return {"seq": end}
+
+    def _settle_ack(self) -> None:
+        """Wait for the acknowledgement under way, if any. A refusal is raised; a lost link
+        is not (acknowledgements are cumulative: the next one covers these messages)."""
+        wait, self._ack_reply = self._ack_reply, None
+        if wait is not None:
+            try:
+                wait()
+            except _NOT_RETRIED:
+                raise
+            except JMSException:
+                self._close()
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
         """Split ``(start, end]`` into :class:`SeqRange` partitions.
@@ -319,6 +351,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         Raises:
             JMSException: the broker cannot be reached (splitting by message count asks it).
         """
+        self._settle_ack()
         after, upto = int(start["seq"]), int(end["seq"])
         if upto <= after:
             return []
@@ -332,6 +365,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         Raises:
             JMSException: the broker cannot be reached or refuses the request.
         """
+        self._settle_ack()
         opts = self._opts
         upto = int(end["seq"])
         self._call(
@@ -345,8 +379,12 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         )
 
     def stop(self) -> None:
-        """Close the driver connection (Spark 4.3 does not call this; the runner process
-        ends with the query). Never raises."""
+        """Wait for an acknowledgement under way and close the driver connection (Spark 4.3
+        does not call this; the runner process ends with the query). Never raises."""
+        try:
+            self._settle_ack()
+        except JMSException:
+            pass
         self._close()
 
     # ---- executor side -------------------------------------------------------------------
