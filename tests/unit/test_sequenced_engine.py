@@ -4,17 +4,20 @@ settings or internals; the requests themselves are tested over every transport i
 
 from __future__ import annotations
 
+import gc
 import itertools
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ternmq.broker import _sequenced
+from ternmq.broker.engine import Broker
 from ternmq.client import ConnectionFactory
-from ternmq.client.sequenced import ack_upto, log_bounds, read_range, stage
+from ternmq.client.sequenced import ack_upto, commit_staged, log_bounds, read_range, stage
 from ternmq.destination import Queue
-from ternmq.errors import ResourceAllocationException
+from ternmq.errors import ResourceAllocationException, TransactionRolledBackException
 from ternmq.message import TextMessage
 from ternmq.store import MemoryStore
 from ternmq.transport.vm import EmbeddedBroker
@@ -72,3 +75,38 @@ def test_ack_upto_deletes_by_the_fewest_ranges_that_spare_kept_positions(
     assert covered == seqs
     assert all(lo <= hi and not any(lo <= k <= hi for k in keep) for lo, hi in runs)
     assert all(any(a[1] < k < b[0] for k in keep) for a, b in itertools.pairwise(runs))
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_large_commit_pauses_the_garbage_collector_and_restores_it(
+    monkeypatch: pytest.MonkeyPatch, enabled: bool
+) -> None:
+    """A commit of GC_PAUSE_MESSAGES or more runs with the cyclic garbage collector paused,
+    and leaves it as it found it (enabled or not), also when the commit fails."""
+    monkeypatch.setattr(_sequenced, "GC_PAUSE_MESSAGES", 2)
+    seen: list[bool] = []
+    publish_all = Broker._publish_all
+
+    def spy(self: Broker, *args: Any) -> int:
+        seen.append(gc.isenabled())
+        return publish_all(self, *args)
+
+    monkeypatch.setattr(Broker, "_publish_all", spy)
+    was = gc.isenabled()
+    if not enabled:
+        gc.disable()
+    try:
+        with EmbeddedBroker("gc-pause", max_memory_bytes=2_000, full_policy="fail") as broker:
+            with ConnectionFactory(broker.url).create_connection() as conn:
+                q = Queue("gc")
+                stage(conn, "s", 0, "small", [(q, _text("a")), (q, _text("b"))])
+                assert commit_staged(conn, "s", 0, ["small"]).published == 2
+                assert gc.isenabled() is enabled
+                stage(conn, "s", 1, "big", [(q, _text("x" * 900)) for _ in range(3)])
+                with pytest.raises(TransactionRolledBackException):
+                    commit_staged(conn, "s", 1, ["big"])  # past max_memory_bytes
+                assert gc.isenabled() is enabled
+        assert seen == [False, False]
+    finally:
+        if was:
+            gc.enable()

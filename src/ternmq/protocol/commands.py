@@ -289,8 +289,10 @@ class AckUpto(_Request, frozen=True, kw_only=True, tag=True):
     selector: str | None = None
 
 
-class StagedSend(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
-    """One message of a ``Stage`` request (the routing fields of ``Send``)."""
+class StagedSend(msgspec.Struct, frozen=True, kw_only=True, array_like=True, gc=False):
+    """One message of a ``Stage`` request (the routing fields of ``Send``). Not tracked by
+    the garbage collector (scalar fields only): a broker holds staged messages by the
+    hundred thousand until their batch commits."""
 
     destination: str
     message: bytes

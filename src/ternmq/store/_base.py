@@ -53,7 +53,8 @@ __all__ = [
 
 class AddMessage(msgspec.Struct, frozen=True, gc=False):
     """A persistent message entered ``dest`` (``queue://NAME``, or ``sub:u:CLIENT:NAME`` /
-    ``sub:s:CLIENT:NAME`` for an unshared / shared durable subscription)."""
+    ``sub:s:CLIENT:NAME`` for an unshared / shared durable subscription). The SQLite store
+    inserts the fields in this order."""
 
     dest: str
     seq: int

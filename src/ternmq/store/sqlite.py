@@ -70,6 +70,11 @@ SCHEMA_VERSION = "3"
 # schema-2 staged table is copied into staged_chunks (one chunk per transaction), then dropped.
 _UPGRADABLE = ("1", "2")
 _STAGED_ENCODER = msgspec.msgpack.Encoder()
+# An AddMessage's fields in their declared order (msgspec.structs.astuple), never delivered.
+_INSERT_ADDED = (
+    "INSERT OR REPLACE INTO messages(dest, seq, data, priority, expiration, delivery_time, "
+    "group_id, delivery_count) VALUES(?,?,?,?,?,?,?,0)"
+)
 _STAGED_DECODER = msgspec.msgpack.Decoder(list[StagedSend])
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -358,19 +363,23 @@ class SqliteStore:
 
     def _apply(self, batches: list[Sequence[Op]]) -> None:
         """One transaction for all ``batches`` (the group commit). Caller holds ``_db_lock``."""
-        adds: dict[tuple[str, int], AddMessage] = {}
+        # Keyed by destination, then sequence number: no tuple per message (a large commit
+        # would otherwise leave a hundred thousand objects to the garbage collector).
+        adds: dict[str, dict[int, AddMessage]] = {}
         counts: dict[tuple[str, int], int] = {}
         actions: list[Op] = []
         for ops in batches:
             for op in ops:
                 if isinstance(op, AddMessage):
-                    adds[(op.dest, op.seq)] = op
+                    added = adds.get(op.dest)
+                    if added is None:
+                        added = adds[op.dest] = {}
+                    added[op.seq] = op
                     actions.append(op)
                 elif isinstance(op, RemoveMessage):
-                    key = (op.dest, op.seq)
-                    if key in adds:  # added and removed in this write: never touches disk
-                        del adds[key]
-                        counts.pop(key, None)
+                    added = adds.get(op.dest)
+                    if added is not None and added.pop(op.seq, None) is not None:
+                        counts.pop((op.dest, op.seq), None)  # added and removed: no disk
                     else:
                         actions.append(op)
                 elif isinstance(op, SetDeliveryCount):
@@ -385,35 +394,23 @@ class SqliteStore:
             # Runs of message inserts and message deletes go to executemany (one C loop
             # each); any other operation first flushes them, so the order of operations is
             # kept. Staged messages are one row per request, in their own table.
-            inserts: list[tuple[object, ...]] = []
-            deletes: list[tuple[str, int]] = []
+            inserts: list[AddMessage] = []
+            deletes: list[RemoveMessage] = []
             for op in actions:
                 if isinstance(op, AddMessage):
-                    key = (op.dest, op.seq)
-                    if adds.get(key) is not op:
+                    if adds[op.dest].get(op.seq) is not op:
                         continue
                     logged += len(op.data)
-                    inserts.append(
-                        (
-                            op.dest,
-                            op.seq,
-                            op.priority,
-                            op.expiration,
-                            op.delivery_time,
-                            op.group_id,
-                            counts.pop(key, 0),
-                            op.data,
-                        )
-                    )
+                    inserts.append(op)
                     continue
                 if isinstance(op, AddStaged):
                     self._add_staged(op)
                     continue
                 if isinstance(op, RemoveMessage):  # a message of an earlier write
-                    deletes.append((op.dest, op.seq))
+                    deletes.append(op)
                     continue
                 if inserts or deletes:
-                    self._insert(inserts, deletes)
+                    self._insert(inserts, deletes, counts)
                 if isinstance(op, AddSubscription):
                     db.execute(
                         "INSERT OR REPLACE INTO subscriptions VALUES(?,?,?,?,?,?,?)",
@@ -446,7 +443,7 @@ class SqliteStore:
                         "INSERT OR REPLACE INTO sinks VALUES(?,?)", (op.sink_id, op.batch_id)
                     )
             if inserts or deletes:
-                self._insert(inserts, deletes)
+                self._insert(inserts, deletes, counts)
             if counts:
                 db.executemany(
                     "UPDATE messages SET delivery_count=? WHERE dest=? AND seq=?",
@@ -473,14 +470,42 @@ class SqliteStore:
             (op.txid, op.first, op.sink_id, op.batch_id, data),
         )
 
-    def _insert(self, inserts: list[tuple[object, ...]], deletes: list[tuple[str, int]]) -> None:
-        """Write the pending message rows and delete the pending messages (keys of earlier
-        writes, so the order among them does not matter); empty the lists."""
+    def _insert(
+        self,
+        inserts: list[AddMessage],
+        deletes: list[RemoveMessage],
+        counts: dict[tuple[str, int], int],
+    ) -> None:
+        """Write the pending messages (with their delivery count from ``counts``, which loses
+        those entries) and delete the pending removals (keys of earlier writes, so the order
+        among them does not matter); empty the lists. Rows are made one at a time as SQLite
+        takes them."""
+        db = self._db
         if deletes:
-            self._db.executemany("DELETE FROM messages WHERE dest=? AND seq=?", deletes)
+            db.executemany(
+                "DELETE FROM messages WHERE dest=? AND seq=?", ((d.dest, d.seq) for d in deletes)
+            )
             deletes.clear()
         if inserts:
-            self._db.executemany("INSERT OR REPLACE INTO messages VALUES(?,?,?,?,?,?,?,?)", inserts)
+            if counts:
+                db.executemany(
+                    "INSERT OR REPLACE INTO messages VALUES(?,?,?,?,?,?,?,?)",
+                    (
+                        (
+                            op.dest,
+                            op.seq,
+                            op.priority,
+                            op.expiration,
+                            op.delivery_time,
+                            op.group_id,
+                            counts.pop((op.dest, op.seq), 0),
+                            op.data,
+                        )
+                        for op in inserts
+                    ),
+                )
+            else:  # the fields in AddMessage's order, made in C
+                db.executemany(_INSERT_ADDED, map(msgspec.structs.astuple, inserts))
             inserts.clear()
 
     def _sync_log(self) -> None:
