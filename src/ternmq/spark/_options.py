@@ -291,7 +291,8 @@ def split_by_count(
     ``cursor`` (or the last held one when fewer are held): ``log_bounds(after=cursor,
     max_messages=n).latest``. Returns ``[]`` for an empty range; the ranges cover ``(after,
     upto]`` exactly, in order. Once nothing more is held below ``upto``, or ``max_partitions``
-    is reached, the last range extends to ``upto``.
+    is reached, the last range extends to ``upto``. A range no wider than ``per_partition``
+    positions is one partition without asking ``next_cut`` (a stream's micro-batch, usually).
 
     Raises:
         ValueError: ``per_partition`` or ``max_partitions`` is below 1.
@@ -300,8 +301,12 @@ def split_by_count(
         raise ValueError("per_partition and max_partitions must be at least 1")
     ranges: list[tuple[int, int]] = []
     cursor = after
+    width = upto - after
     while cursor < upto:
-        cut = upto if len(ranges) + 1 >= max_partitions else next_cut(cursor, per_partition)
+        if len(ranges) + 1 >= max_partitions or (not ranges and width <= per_partition):
+            cut = upto  # (positions are distinct: a range this narrow holds few enough)
+        else:
+            cut = next_cut(cursor, per_partition)
         if cut <= cursor and ranges:  # nothing held after the cursor: the last range ends it
             ranges[-1] = (ranges[-1][0], upto)
             break
