@@ -53,7 +53,7 @@ from ternmq.errors import (
 )
 from ternmq.protocol import commands as c
 from ternmq.selector import compile_selector
-from ternmq.store import AddStaged, RemoveRange, RemoveStaged, SetSinkBatch
+from ternmq.store import AddStaged, RemoveMessage, RemoveRange, RemoveStaged, SetSinkBatch
 
 if TYPE_CHECKING:
     from ternmq.broker.engine import Broker, BrokerConnection
@@ -209,8 +209,13 @@ def on_ack_upto(broker: Broker, conn: BrokerConnection, req: c.AckUpto) -> c.Rep
             kept.extend(seq for seq in q.inflight if seq <= upto)
             kept.extend(seq for _, seq, _ in q.scheduled if seq <= upto)
             kept.sort()
-            del broker._ops[mark:]  # _finish's RemoveMessage of each one
-            broker._ops.extend(RemoveRange(q.key, lo, hi) for lo, hi in _runs(stored, kept))
+            key = q.key
+            broker._ops[mark:] = [  # instead of _finish's RemoveMessage of each one
+                op
+                for op in broker._ops[mark:]
+                if not (isinstance(op, RemoveMessage) and op.dest == key)
+            ]
+            broker._ops.extend(RemoveRange(key, lo, hi) for lo, hi in _runs(stored, kept))
     return c.Ok(corr=req.corr, value=str(len(gone)))
 
 
