@@ -31,7 +31,6 @@ connection and ``JMSException`` when the broker link fails.
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -252,63 +251,63 @@ def stage(
     """
     conn._check_open()
     now = conn.clock.now_ms()
-    dests: dict[str, Destination] = {}
+    dests: dict[object, tuple[Destination, str]] = {}  # given destination -> (it, its text)
     chunk: list[c.StagedSend] = []
     size = 0
     total = 0
+    non_persistent = DeliveryMode.NON_PERSISTENT
     # One chunk is in flight while the next is encoded (the broker's write of one overlaps
-    # the encoding of the next); chunks still reach the broker in order.
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ternmq-stage") as pool:
-        inflight: concurrent.futures.Future[int] | None = None
-        for dest, msg in messages:
-            if isinstance(dest, Destination):
-                d = dest
-            else:
-                d = dests.get(dest) or dests.setdefault(dest, destination(dest))
-            msg._destination = d
-            if msg._message_id is None:
-                msg._message_id = conn.next_message_id()
-            if not msg._timestamp:
-                msg._timestamp = now
-            props = msg._properties
+    # the encoding of the next); chunks reach the broker in order on the connection.
+    inflight: PendingReply | None = None
+    for dest, msg in messages:
+        known = dests.get(dest)
+        if known is None:
+            d = dest if isinstance(dest, Destination) else destination(dest)
+            known = dests[dest] = (d, str(d))
+        msg._destination = known[0]
+        if msg._message_id is None:
+            msg._message_id = conn.next_message_id()
+        if not msg._timestamp:
+            msg._timestamp = now
+        gid: object = None
+        gseq: object = 0
+        props = msg._properties
+        if props:
             gid = props.get("JMSXGroupID")
             gseq = props.get("JMSXGroupSeq", 0)
-            data = encode_message(msg)
-            chunk.append(
-                c.StagedSend(
-                    destination=str(d),
-                    message=data,
-                    persistent=msg._delivery_mode != DeliveryMode.NON_PERSISTENT,
-                    priority=msg._priority,
-                    expiration=msg._expiration,
-                    delivery_time=msg._delivery_time,
-                    group_id=gid if isinstance(gid, str) else None,
-                    group_seq=gseq if isinstance(gseq, int) and not isinstance(gseq, bool) else 0,
-                )
+        data = encode_message(msg)
+        chunk.append(
+            c.StagedSend(
+                destination=known[1],
+                message=data,
+                persistent=msg._delivery_mode != non_persistent,
+                priority=msg._priority,
+                expiration=msg._expiration,
+                delivery_time=msg._delivery_time,
+                group_id=gid if isinstance(gid, str) else None,
+                group_seq=gseq if type(gseq) is int else 0,
             )
-            size += len(data)
-            if size >= STAGE_CHUNK_BYTES or len(chunk) >= STAGE_CHUNK_MESSAGES:
-                if inflight is not None:
-                    total = inflight.result()
-                inflight = pool.submit(_stage_chunk, conn, sink_id, batch_id, txid, chunk)
-                chunk = []
-                size = 0
-        if inflight is not None:
-            total = inflight.result()
+        )
+        size += len(data)
+        if size >= STAGE_CHUNK_BYTES or len(chunk) >= STAGE_CHUNK_MESSAGES:
+            if inflight is not None:
+                total = _staged_count(inflight)
+            inflight = conn.submit(
+                c.Stage(sink_id=sink_id, batch_id=batch_id, txid=txid, messages=chunk)
+            )
+            chunk = []
+            size = 0
+    if inflight is not None:
+        total = _staged_count(inflight)
     if chunk:
-        total = _stage_chunk(conn, sink_id, batch_id, txid, chunk)
+        total = _staged_count(
+            conn.submit(c.Stage(sink_id=sink_id, batch_id=batch_id, txid=txid, messages=chunk))
+        )
     return total
 
 
-def _stage_chunk(
-    conn: Connection, sink_id: str, batch_id: int, txid: str, chunk: list[c.StagedSend]
-) -> int:
-    reply = expect_reply(
-        conn.request(c.Stage(sink_id=sink_id, batch_id=batch_id, txid=txid, messages=chunk)),
-        c.Ok,
-        "Stage",
-    )
-    return int(reply.value or 0)
+def _staged_count(pending: PendingReply) -> int:
+    return int(expect_reply(pending.result(), c.Ok, "Stage").value or 0)
 
 
 def commit_staged(
