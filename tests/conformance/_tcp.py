@@ -57,6 +57,7 @@ import time
 from collections.abc import Mapping
 from typing import IO, Any, Literal
 
+from _openssl import self_signed_cert
 from ternmq.broker.config import BrokerConfig, DestinationPolicy
 from ternmq.server.config import Limits
 from ternmq.server.security import hash_password
@@ -109,36 +110,8 @@ class TlsFiles:
 def make_tls_files(directory: pathlib.Path) -> TlsFiles | None:
     """A certificate for ``localhost`` / 127.0.0.1 made with the ``openssl`` command; None
     without it (the tls transport is then skipped)."""
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        return None
-    cert, key = directory / "server.pem", directory / "server.key"
-    subprocess.run(
-        [
-            openssl,
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=DNS:localhost,IP:127.0.0.1",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
-    return TlsFiles(str(cert), str(key))
+    made = self_signed_cert(directory, "server")
+    return None if made is None else TlsFiles(*made)
 
 
 # ---- the config file ---------------------------------------------------------------------

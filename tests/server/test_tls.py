@@ -6,10 +6,10 @@ from __future__ import annotations
 import pathlib
 import shutil
 import ssl
-import subprocess
 
 import pytest
 
+from _openssl import self_signed_cert
 from ternmq.protocol import commands as c
 
 from ._support import Raw
@@ -19,31 +19,9 @@ pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs o
 
 
 def _cert(directory: pathlib.Path, name: str) -> tuple[pathlib.Path, pathlib.Path]:
-    cert, key = directory / f"{name}.pem", directory / f"{name}.key"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            f"/CN={name}",
-            "-addext",
-            "subjectAltName=DNS:localhost,IP:127.0.0.1",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
-    return cert, key
+    made = self_signed_cert(directory, name)
+    assert made is not None  # the module is skipped without openssl
+    return pathlib.Path(made[0]), pathlib.Path(made[1])
 
 
 def _config(cert: pathlib.Path, key: pathlib.Path, client_ca: pathlib.Path | None) -> str:

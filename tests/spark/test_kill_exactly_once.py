@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import re
 import signal
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from server._support import ServerProcess
 from ternmq.client import Connection, ConnectionFactory
 from ternmq.client._admin import stat
 from ternmq.client.sequenced import commit_staged, log_bounds, read_range, stage
@@ -36,38 +36,16 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
 
 JOB = pathlib.Path(__file__).with_name("_kill_job.py")
 RUN_TIMEOUT = 240.0  # one Spark run, start-up included, on a loaded 2-core machine
-_LISTEN = re.compile(rb"ternmq listening on (tcp://127\.0\.0\.1:\d+)")
 
 
 @pytest.fixture
 def server(tmp_path: pathlib.Path) -> Iterator[str]:
     """A ``ternmq serve`` process on port 0 (killed after the test); yields its url."""
-    log = open(tmp_path / "server.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ternmq.cli",
-            "serve",
-            "--port",
-            "0",
-            "--data-dir",
-            str(tmp_path / "broker"),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=log,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = ServerProcess(tmp_path / "broker", None, tmp_path)
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        m = _LISTEN.search(line)
-        assert m, f"unexpected first line {line!r}"
-        yield m.group(1).decode()
+        yield f"tcp://127.0.0.1:{proc.port}"
     finally:
         proc.kill()
-        proc.wait(30)
-        log.close()
 
 
 def _seed(conn: Connection, dest: str, n: int) -> list[str]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-import shutil
-import subprocess
 import sysconfig
 
 import pytest
+
+from _openssl import self_signed_cert
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,35 +22,10 @@ class CertPair:
 
 def make_cert(directory: pathlib.Path, name: str, common_name: str = "localhost") -> CertPair:
     """A self-signed certificate for ``common_name`` (also valid for 127.0.0.1 and ::1)."""
-    openssl = shutil.which("openssl")
-    if openssl is None:
+    made = self_signed_cert(directory, name, common_name)
+    if made is None:
         return _cpython_cert(common_name)
-    cert, key = directory / f"{name}.pem", directory / f"{name}.key"
-    subprocess.run(
-        [
-            openssl,
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            f"/CN={common_name}",
-            "-addext",
-            f"subjectAltName=DNS:{common_name},IP:127.0.0.1,IP:::1",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return CertPair(str(cert), str(key))
+    return CertPair(*made)
 
 
 def _cpython_cert(common_name: str) -> CertPair:
