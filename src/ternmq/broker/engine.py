@@ -1063,7 +1063,22 @@ class Broker:
         return c.BrowseResult(corr=req.corr, messages=out, after=last, done=done)
 
     def _on_create_temporary(self, conn: BrokerConnection, req: c.CreateTemporary) -> c.Reply:
-        name = f"{conn.id.removeprefix('ID:')}.{next(self._temp_ids)}"
+        if req.name is not None:  # failover: the same name as on the lost connection
+            name = req.name
+            kind = TemporaryTopic if req.topic else TemporaryQueue
+            try:
+                again = kind(name)
+            except JMSException as exc:
+                raise InvalidDestinationException(f"invalid temporary name {name!r}") from exc
+            if again in conn.temporaries:
+                return c.Ok(corr=req.corr, value=str(again))
+            if again in self.queues or again in self.topics:
+                raise InvalidDestinationException(
+                    f"{again} is still owned by another connection: try again once the broker "
+                    "has noticed that the old connection is gone"
+                )
+        else:
+            name = f"{conn.id.removeprefix('ID:')}.{next(self._temp_ids)}"
         if req.topic:
             dest: Destination = TemporaryTopic(name)
             self.topics[dest] = []

@@ -8,6 +8,19 @@ carries requests to the broker and calls :meth:`Connection._on_event` with deliv
 are routed to the consumer's buffer under that consumer's session lock. No client lock is ever
 held while calling the transport, and the transport never calls back into the broker from a
 delivery, so locks cannot be taken in opposite orders.
+
+Failover (a ``failover:`` URL, :mod:`ternmq.client._failover`): a lost link is not reported;
+a reconnect thread closes the dead transport (its reader has ended: no stale delivery can
+arrive after that), makes every session drop what it held from the old link (buffers,
+unacknowledged deliveries: the broker takes them back and redelivers them; a transaction in
+progress becomes rollback-only) and bumps the session's *epoch*, then opens a new link and
+re-creates the connection's state on it (client id, temporary destinations by name, sessions,
+consumers with their ids) before installing it. Meanwhile every call that needs the broker
+waits (``_link``). Delivery ids are per link, so a request or an acknowledgement that carries
+ids is bound to the epoch it read them in: sent on a later link it would name other messages,
+so it is dropped or scrubbed (``Session._scrub``). A request that was on the wire when the
+link died is in doubt: it raises ``JMSException`` saying so (never silently retried), except
+read-only ones (pull, browse, stat), which are sent again.
 """
 
 from __future__ import annotations
@@ -17,11 +30,15 @@ import itertools
 import logging
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
+import msgspec
+
 from ternmq._version import __version__
+from ternmq.client._failover import FailoverOptions, is_failover_url, parse_failover_url
 from ternmq.client._util import check_reply, parse_url
 from ternmq.destination import Destination
 from ternmq.errors import (
@@ -68,6 +85,10 @@ _TRANSITIONS: dict[tuple[_State, str], _State] = {
 
 _CLIENT_OPTIONS: Final = ("prefetch", "client_id", "block_on_non_persistent_send")
 
+# Requests that change nothing in the broker: in flight when a failover link died, they are
+# simply sent again on the new link.
+_RESENDABLE: Final = (c.Pull, c.Browse, c.Stat, c.GetBounds, c.ReadRange)
+
 
 class ConnectionMetaData:
     """What the provider reports about itself (JMS ``ConnectionMetaData``, CONN-23)."""
@@ -100,6 +121,10 @@ class ConnectionFactory:
             ``connect_timeout`` (seconds, default 10); tls only: ``cafile``, ``certfile`` and
             ``keyfile`` (a client certificate), ``verify`` (true/false, default true),
             ``server_hostname`` (see :func:`ternmq.transport.tcp.parse_tcp_url`).
+            ``failover:(tcp://HOST:PORT,tls://HOST2:PORT)?OPTIONS`` reconnects automatically
+            when the link is lost (see :mod:`ternmq.client._failover` for its options:
+            ``max_reconnect_attempts``, ``initial_reconnect_delay``, ``max_reconnect_delay``,
+            ``timeout``, ``randomize``).
         user: default user name.
         password: default password.
         prefetch: consumer prefetch, overriding the URL option.
@@ -130,18 +155,23 @@ class ConnectionFactory:
         trusted_modules: frozenset[str] | set[str] | list[str] | None = None,
     ) -> None:
         self.url = url
-        scheme, location, opts = parse_url(url)
-        if scheme not in ("vm", "tcp", "tls"):
-            raise JMSException(
-                f"unsupported transport {scheme!r} in {url!r}: use vm://NAME, "
-                "tcp://HOST:PORT or tls://HOST:PORT"
-            )
-        if not location:
-            raise JMSException(
-                f"{url!r} names no broker: write vm://NAME, tcp://HOST:PORT or tls://HOST:PORT"
-            )
+        self._failover: FailoverOptions | None = None
         self._tcp: TcpOptions | None = None
-        if scheme != "vm":
+        if is_failover_url(url):
+            self._failover, opts = parse_failover_url(url, _CLIENT_OPTIONS)
+            scheme, location = "failover", self._failover.describe()
+        else:
+            scheme, location, opts = parse_url(url)
+            if scheme not in ("vm", "tcp", "tls"):
+                raise JMSException(
+                    f"unsupported transport {scheme!r} in {url!r}: use vm://NAME, "
+                    "tcp://HOST:PORT, tls://HOST:PORT or failover:(tcp://HOST:PORT,...)"
+                )
+            if not location:
+                raise JMSException(
+                    f"{url!r} names no broker: write vm://NAME, tcp://HOST:PORT or tls://HOST:PORT"
+                )
+        if scheme in ("tcp", "tls"):
             from ternmq.transport.tcp import parse_tcp_url
 
             self._tcp = parse_tcp_url(scheme, location, opts, url, client_options=_CLIENT_OPTIONS)
@@ -165,6 +195,8 @@ class ConnectionFactory:
         self.trusted_modules = frozenset(trusted_modules) if trusted_modules is not None else None
 
     def _transport(self, on_event: Callable[[c.Command], None]) -> Any:
+        if self._failover is not None:
+            return self._failover.open(on_event)[0]
         if self._tcp is not None:
             return self._tcp.connect(on_event)
         from ternmq.transport.vm import VmTransport, get_embedded
@@ -222,12 +254,26 @@ class Connection:
         self._exc_queue: queue.SimpleQueue[JMSException | None] | None = None
         self.prefetch = factory.prefetch
         self.block_np_sends = factory.block_on_non_persistent_send
-        self.local = factory._tcp is None  # in-process: a delivery is buffered when made
+        self.local = factory._scheme == "vm"  # in-process: a delivery is buffered when made
         self.trusted_modules = factory.trusted_modules
         self._listener_threads: set[int] = set()
         self._temporaries: set[Destination] = set()
+        # failover (see the module docstring); all of it is unused without a failover: URL
+        self._failover = factory._failover
+        self._user, self._password = user, password
+        self._link_cond = threading.Condition(threading.Lock())
+        self._reconnecting = False
+        self._closing = False
+        self._ready = False
+        self._link_no = 0  # the current link; a candidate link being set up has a higher one
+        self._target = 0  # index of the broker the current link goes to
+        self._corrs = itertools.count(1)  # correlation numbers outlive links
+        self._transport: Any
         try:
-            self._transport = factory._transport(self._on_event)
+            if self._failover is not None:
+                self._transport, self._target = self._failover.open(self._events(0))
+            else:
+                self._transport = factory._transport(self._on_event)
         except JMSException:
             raise
         except OSError as exc:
@@ -250,6 +296,9 @@ class Connection:
         self.connection_id = reply.connection_id
         if factory.client_id is not None:
             self._client_id = factory.client_id
+        self._ready = True
+        if self._failover is not None and self._transport.lost:
+            self._link_lost(0)  # lost during the handshake, before anyone could hear of it
 
     # ---- identity ----------------------------------------------------------------------
     @property
@@ -339,16 +388,23 @@ class Connection:
             sessions = list(self._sessions)
         for s in sessions:
             s._check_not_in_completion("close() of its connection")
+        with self._link_cond:  # a reconnect in progress gives up; calls stop waiting for it
+            self._closing = True
+            self._link_cond.notify_all()
         for s in sessions:
             s._close(from_connection=True)
         with self._lock:
             self._state = _TRANSITIONS[(self._state, "close")]
+        with self._link_cond:
+            self._link_cond.notify_all()
+            transport = self._transport
+            reconnecting = self._reconnecting
         try:
-            if self._failure is None:
-                self._transport.request(c.Disconnect())
+            if self._failure is None and not reconnecting:
+                transport.request(c.Disconnect())
         except JMSException:
             pass
-        self._transport.close()
+        transport.close()
         if self._exc_queue is not None:
             self._exc_queue.put(None)
 
@@ -426,13 +482,30 @@ class Connection:
         return ConnectionMetaData()
 
     # ---- internals used by sessions ------------------------------------------------------
-    def request(self, req: c.Request) -> c.Reply:
+    def request(self, req: c.Request, bound: Session | None = None, epoch: int = 0) -> c.Reply:
         """Send a request to the broker and return its reply (no error check).
 
+        ``bound``/``epoch``: the request carries delivery ids that ``bound`` read in ``epoch``;
+        after a failover it is scrubbed of them (``Session._scrub``).
+
         Raises:
-            JMSException: the link is lost or closed.
+            JMSException: the link is lost or closed; with failover, the link was lost while
+                the request was in flight (the text says that its outcome is unknown).
         """
-        return self.submit(req).result()
+        if self._failover is None:
+            return self.submit(req).result()
+        while True:
+            pending, req = self._submit_bound(req, bound, epoch)
+            if pending is None:
+                return c.Ok(corr=req.corr)  # nothing left to say on the new link
+            try:
+                return pending.result()
+            except JMSException as exc:
+                if self._state is _State.CLOSED or self._closing:
+                    raise
+                if isinstance(req, _RESENDABLE):
+                    continue  # changes nothing in the broker: ask again on the new link
+                raise self._in_doubt(req, exc) from exc
 
     def submit(self, req: c.Request) -> PendingReply:
         """Send a request without waiting; its reply (or the link's failure) resolves the
@@ -441,6 +514,10 @@ class Connection:
         Raises:
             JMSException: the link is already lost or closed.
         """
+        if self._failover is not None:
+            pending, _ = self._submit_bound(req, None, 0)
+            assert pending is not None
+            return pending
         try:
             return self._transport.submit(req)  # type: ignore[no-any-return]
         except JMSException:
@@ -448,13 +525,226 @@ class Connection:
         except OSError as exc:
             raise JMSException(f"broker link failed: {exc}", linked_exception=exc) from exc
 
-    def oneway(self, req: c.Request) -> None:
-        """Send a request that needs no reply."""
-        self._transport.send_oneway(req)
+    def oneway(self, req: c.Request, bound: Session | None = None, epoch: int = 0) -> None:
+        """Send a request that needs no reply (dropped if the link is lost). ``bound`` and
+        ``epoch`` as for :meth:`request`: a request bound to an older link is dropped."""
+        if self._failover is None:
+            self._transport.send_oneway(req)
+            return
+        try:
+            transport = self._link()
+        except JMSException:
+            return  # closed, or given up waiting: what it acknowledged comes back anyway
+        if bound is not None and bound._epoch != epoch:
+            return
+        transport.send_oneway(req)
 
     def next_corr(self) -> int:
         """A fresh request correlation number."""
+        if self._failover is not None:
+            return next(self._corrs)
         return self._transport.next_corr()  # type: ignore[no-any-return]
+
+    # ---- failover ------------------------------------------------------------------------
+    def _closed_now(self) -> bool:
+        return self._state is _State.CLOSED
+
+    def _events(self, link: int) -> Callable[[c.Command], None]:
+        return lambda cmd: self._on_event(cmd, link)
+
+    def _link(self) -> Any:
+        """The transport to use now: waits while the connection reconnects (at most the
+        failover ``timeout``).
+
+        Raises:
+            JMSException: the connection is closed, failed for good, is closing while it
+                reconnects, or the wait timed out.
+        """
+        transport = self._transport
+        if not self._reconnecting and not transport.lost:
+            return transport
+        fo = self._failover
+        assert fo is not None
+        deadline = None if fo.timeout is None else time.monotonic() + fo.timeout
+        with self._link_cond:
+            while self._reconnecting or self._transport.lost:
+                if self._state is _State.CLOSED:
+                    self._check_open()
+                if self._closing:
+                    raise JMSException("the connection is closing while it reconnects")
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise JMSException(
+                        f"the connection is reconnecting to {fo.describe()} and did not "
+                        f"succeed within the failover timeout ({fo.timeout} s)"
+                    )
+                self._link_cond.wait(left)
+            return self._transport
+
+    def _submit_bound(
+        self, req: c.Request, bound: Session | None, epoch: int
+    ) -> tuple[PendingReply | None, c.Request]:
+        if not req.corr:
+            req = msgspec.structs.replace(req, corr=next(self._corrs))
+        while True:
+            transport = self._link()
+            if bound is not None and bound._epoch != epoch:
+                scrubbed = bound._scrub(req)
+                if scrubbed is None:
+                    return None, req
+                req = scrubbed
+            try:
+                return transport.submit(req), req
+            except JMSException:
+                if self._state is _State.CLOSED or self._closing:
+                    raise
+                if not transport.lost:
+                    raise
+                # Lost between _link() and the write: the request may be partly written,
+                # so only a resendable one goes again; the others are in doubt.
+                if not isinstance(req, _RESENDABLE):
+                    raise self._in_doubt(req, None) from None
+
+    def _in_doubt(self, req: c.Request, cause: JMSException | None) -> JMSException:
+        fo = self._failover
+        assert fo is not None
+        if isinstance(req, c.Send):
+            text = (
+                f"the connection to the broker was lost before the broker confirmed this send "
+                f"to {req.destination}; ternmq reconnects ({fo.describe()}), but whether the "
+                "broker has the message is unknown. Send it again with the same "
+                "JMS_TernMQ_DuplicateID property set to make the resend safe (PSF-09)"
+            )
+        elif isinstance(req, c.Commit):
+            text = (
+                "the connection to the broker was lost during commit(); ternmq reconnects "
+                f"({fo.describe()}), but whether the transaction was committed is unknown (REL-06)"
+            )
+        else:
+            text = (
+                f"the connection to the broker was lost during this call ({type(req).__name__}); "
+                f"ternmq reconnects ({fo.describe()}): check the outcome and repeat the call"
+            )
+        return JMSException(text, linked_exception=cause)
+
+    def _link_lost(self, link: int) -> None:
+        """The link numbered ``link`` failed: start reconnecting if it is the current one."""
+        with self._link_cond:
+            if (
+                link != self._link_no
+                or self._reconnecting
+                or not self._ready
+                or self._closing
+                or self._state is _State.CLOSED
+            ):
+                return
+            self._reconnecting = True
+            old = self._transport
+            self._link_cond.notify_all()
+        threading.Thread(
+            target=self._reconnect, args=(old,), name="ternmq-reconnect", daemon=True
+        ).start()
+
+    def _reconnect(self, old: Any) -> None:
+        fo = self._failover
+        assert fo is not None
+        log.warning(
+            "connection %s: the link to %s was lost (%s); reconnecting",
+            self.connection_id,
+            old.address,
+            getattr(old, "failure_cause", None) or "closed by the server",
+        )
+        try:
+            old.close()  # joins its reader: no delivery of the old link arrives after this
+        except Exception:
+            log.debug("closing the lost link", exc_info=True)
+        with self._lock:
+            sessions = list(self._sessions)
+        for s in sessions:
+            s._on_link_lost()
+        last: JMSException | None = None
+        rounds = 0
+        for delay in fo.delays():
+            with self._link_cond:
+                if delay > 0:
+                    self._link_cond.wait(delay)
+                if self._closing or self._state is _State.CLOSED:
+                    self._reconnecting = False
+                    self._link_cond.notify_all()
+                    return
+                self._link_no += 1
+                n = self._link_no
+            rounds += 1
+            try:
+                transport, target = fo.open(self._events(n), self._target)
+            except JMSException as exc:
+                last = exc
+                continue
+            try:
+                new_id = self._replay(transport)
+            except JMSException as exc:
+                last = exc
+                log.info("reconnect: setting up the new link failed: %s", exc)
+                transport.close()
+                continue
+            with self._link_cond:
+                if self._closing or self._closed_now():
+                    self._reconnecting = False
+                    self._link_cond.notify_all()
+                    transport.close()
+                    return
+                self._transport, self._target = transport, target
+                if transport.lost:
+                    continue  # lost again while being set up: another round
+                self._reconnecting = False
+                self._link_cond.notify_all()
+            log.warning(
+                "connection %s reconnected to %s after %d round(s) (broker connection %s)",
+                self.connection_id,
+                fo.targets[target][0],
+                rounds,
+                new_id,
+            )
+            return
+        failure = JMSException(
+            f"connection to {fo.describe()} lost and not re-established after "
+            f"{rounds} round(s) of attempts: {last}",
+            linked_exception=last,
+        )
+        with self._link_cond:
+            self._reconnecting = False
+        self._fail(failure)
+        with self._link_cond:
+            self._link_cond.notify_all()
+
+    def _replay(self, transport: Any) -> str:
+        """Re-create this connection's state on a new link: identity, temporary destinations
+        (same names), sessions and consumers (same ids). Returns the broker's id of the new
+        connection.
+
+        Raises:
+            JMSException: the broker refused a step or the link failed.
+        """
+        fo = self._failover
+        assert fo is not None
+        timeout = max(t.connect_timeout for _, t in fo.targets)
+
+        def ask(req: c.Request) -> c.Reply:
+            return check_reply(transport.request(req, timeout))
+
+        reply = ask(c.Connect(user=self._user, password=self._password, client_id=self._client_id))
+        assert isinstance(reply, c.Connected)
+        for dest in list(self._temporaries):
+            ask(c.CreateTemporary(topic=dest.is_topic, name=str(dest).partition("://")[2]))
+        with self._lock:
+            sessions = [s for s in self._sessions if not (s._closed or s._closing)]
+        for s in sessions:
+            ask(c.CreateSession(session_id=s._id, transacted=s._mode == 0))
+            with s._cond:
+                consumers = [k for k in s._consumers.values() if not k._closed]
+            for k in consumers:
+                ask(k._create_request(k._prefetch if k._credit_granted else 0))
+        return reply.connection_id
 
     def next_id(self) -> int:
         """A connection-unique number for sessions, consumers and producers."""
@@ -484,11 +774,13 @@ class Connection:
             if session in self._sessions:
                 self._sessions.remove(session)
 
-    def _on_event(self, cmd: c.Command) -> None:
+    def _on_event(self, cmd: c.Command, link: int = 0) -> None:
         if isinstance(cmd, c.Deliver):
             consumer = self._consumers.get(cmd.consumer_id)
             if consumer is not None:
                 consumer._push(cmd)
+        elif isinstance(cmd, c.ConnectionFailed) and self._failover is not None:
+            self._link_lost(link)
         elif isinstance(cmd, c.ConnectionFailed):
             # CONN-27: linked to the cause (the OSError) when the transport knows one
             cause = getattr(getattr(self, "_transport", None), "failure_cause", None)

@@ -53,6 +53,23 @@ class MessageConsumer:
         self._receiving = False
         self._consumed = 0
         self._credit_granted = False
+        self._kind: c.SubscriptionKind = "none"
+        self._subscription: str | None = None
+        self._selector_text: str | None = None  # as compiled, sent to the broker
+
+    def _create_request(self, credit: int) -> c.CreateConsumer:
+        """The request that creates this consumer in the broker (again, after a failover)."""
+        return c.CreateConsumer(
+            session_id=self._session._id,
+            consumer_id=self._id,
+            destination=str(self._destination),
+            selector=self._selector_text,
+            no_local=self._no_local,
+            kind=self._kind,
+            subscription=self._subscription,
+            prefetch=self._prefetch,
+            credit=credit,
+        )
 
     # ---- attributes ----------------------------------------------------------------------
     @property
@@ -101,13 +118,14 @@ class MessageConsumer:
             self._buffer.append(d)
             cond.notify_all()
 
-    def _consumed_one(self) -> None:
+    def _consumed_one(self, epoch: int) -> None:
         if self._prefetch == 0:
             return
         self._consumed += 1
         if self._consumed >= max(1, self._prefetch // 2):
             n, self._consumed = self._consumed, 0
-            self._session._connection.oneway(c.Credit(consumer_id=self._id, messages=n))
+            session = self._session
+            session._connection.oneway(c.Credit(consumer_id=self._id, messages=n), session, epoch)
 
     def _grant_initial_credit(self) -> None:
         if not self._credit_granted and not self._closed:
@@ -156,45 +174,47 @@ class MessageConsumer:
         conn = session._connection
         cond = session._cond
         deadline = None if timeout is None else time.monotonic() + timeout
-        pulled = False
+        pulled: int | None = None  # the session epoch of our open pull (a failover ends it)
         while True:
             with cond:
                 while True:
                     d = self._take()
+                    epoch = session._epoch
                     if d is not None:
                         break
                     if self._closed or session._closing:
                         return None
-                    if self._prefetch == 0 and not pulled and conn.started:
+                    if self._prefetch == 0 and pulled != epoch and conn.started:
                         break  # ask the broker for one (outside the lock)
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
                         break
                     cond.wait(remaining)
             if d is None:
-                if self._prefetch == 0 and not pulled and conn.started:
-                    pulled = True
+                if self._prefetch == 0 and pulled != epoch and conn.started:
+                    pulled = epoch
                     self._pull(1, deadline is None or deadline > time.monotonic())
                     continue
-                if timeout == 0 and not pulled and conn.started and not conn.local:
+                if timeout == 0 and pulled is None and conn.started and not conn.local:
                     # CONS-06 over a network: what the broker delivered before this call may
                     # still be on the wire. A one-message pull is a barrier: its reply comes
                     # after every delivery it caused or that came before (as Artemis's
                     # receiveNoWait forces a delivery). wait=False: nothing to cancel.
-                    pulled = True
+                    pulled = epoch
                     self._pull(1, False)
                     continue
-                if pulled and self._prefetch == 0:
+                if pulled is not None and self._prefetch == 0:
                     self._pull(0, False)  # cancel the open pull; a message may have come
                     with cond:
                         d = self._take()
+                        epoch = session._epoch
                 if d is None:
                     return None
-            msg = session._hand_over(self, d)
-            if msg is None:  # expired before hand-over (REL-23)
-                pulled = False
+            msg = session._hand_over(self, d, epoch)
+            if msg is None:  # expired before hand-over (REL-23), or its link was lost
+                pulled = None
                 continue
-            session._after_receive(d.delivery_id)
+            session._after_receive(d.delivery_id, epoch)
             return msg
 
     def _take(self) -> c.Deliver | None:
@@ -259,6 +279,7 @@ class MessageConsumer:
             session._cond.notify_all()
             session._cond.wait_for(lambda: not self._receiving)  # CONS-15
             delivered = [d for d, k in session._unacked if k is self]
+            epoch = session._epoch
         session._remove_consumer(self)
         if not session._closed and session._connection._failure is None:
             # DUPS_OK: acknowledge what the application consumed before the broker takes back
@@ -267,7 +288,7 @@ class MessageConsumer:
             try:
                 check_reply(
                     session._connection.request(
-                        c.CloseConsumer(consumer_id=self._id, delivered=delivered)
+                        c.CloseConsumer(consumer_id=self._id, delivered=delivered), session, epoch
                     )
                 )
             except JMSException:

@@ -247,8 +247,8 @@ class JMSContext:
         """Wrap the session's one hand-over path (see the module docstring)."""
         original = session._hand_over
 
-        def hand_over(consumer: MessageConsumer, d: c.Deliver) -> Message | None:
-            msg = original(consumer, d)
+        def hand_over(consumer: MessageConsumer, d: c.Deliver, epoch: int) -> Message | None:
+            msg = original(consumer, d, epoch)
             if msg is None:
                 return None
             ack = msg._ack_hook

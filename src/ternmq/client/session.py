@@ -24,6 +24,11 @@ broker's receipt. At most :data:`SEND_WINDOW` of each kind are in flight per ses
 next one waits for the oldest. A refused pipelined send is kept in ``_send_failure`` and
 raised by the next send (and makes the transaction roll back); ``commit``, ``rollback`` and
 ``close`` first wait for every send in flight.
+
+Failover (see :mod:`ternmq.client.connection`): ``_epoch`` counts the links this session has
+lived on. Delivery ids are only meaningful on the link that made them, so every id leaves
+with the epoch it was read in (``_unacked`` and the buffers are emptied, and the epoch bumped,
+in one critical section by ``_on_link_lost``); the connection drops or scrubs what is stale.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ import queue
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from ternmq.client._util import check_reply
 from ternmq.destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
@@ -115,6 +122,9 @@ class Session:
             collections.deque()
         )  # pipelined NON_PERSISTENT sends, oldest first
         self._send_failure: JMSException | None = None  # the first pipelined one refused
+        self._epoch = 0  # links lost under this session (failover)
+        self._tx_work = False  # the transaction in progress sent or received something
+        self._dups_epoch = 0
 
     # ---- attributes ----------------------------------------------------------------------
     @property
@@ -348,24 +358,13 @@ class Session:
         cid = conn.next_id()
         prefetch = conn.prefetch
         consumer = MessageConsumer(self, cid, destination, selector, no_local, prefetch)
+        consumer._kind = kind
+        consumer._subscription = name
+        consumer._selector_text = compiled.text if compiled is not None else None
         conn._consumers[cid] = consumer
         credit = prefetch if conn.started else 0
         try:
-            check_reply(
-                conn.request(
-                    c.CreateConsumer(
-                        session_id=self._id,
-                        consumer_id=cid,
-                        destination=str(destination),
-                        selector=compiled.text if compiled is not None else None,
-                        no_local=no_local,
-                        kind=kind,
-                        subscription=name,
-                        prefetch=prefetch,
-                        credit=credit,
-                    )
-                )
-            )
+            check_reply(conn.request(consumer._create_request(credit)))
         except JMSException:
             conn._consumers.pop(cid, None)
             raise
@@ -424,15 +423,29 @@ class Session:
         failed, self._rollback_only = self._rollback_only, None
         self._send_failure = None  # reported as the rollback below
         if failed is not None:  # TX-06, PROD-32: the outcome is a rollback (TX-04)
+            self._tx_work = False
             self._release(c.Rollback)
             raise TransactionRolledBackException(
-                f"the transaction was rolled back because an asynchronous send in it failed: "
-                f"{failed}",
-                linked_exception=failed,
+                f"the transaction was rolled back: {failed}", linked_exception=failed
             )
         with self._cond:
             ids = [d for d, _ in self._unacked]
-        reply = self._connection.request(c.Commit(session_id=self._id, delivered=ids))
+            epoch = self._epoch
+        try:
+            reply = self._connection.request(
+                c.Commit(session_id=self._id, delivered=ids), self, epoch
+            )
+        except JMSException:
+            self._tx_work = False
+            self._forget_lost_transaction(epoch)
+            raise
+        self._tx_work = False
+        if isinstance(reply, c.Released):  # the link was lost first: rolled back instead
+            self._forget_lost_transaction(epoch)
+            raise TransactionRolledBackException(
+                "the transaction was rolled back: the connection to the broker was lost "
+                "before commit() reached it (failover)"
+            )
         if isinstance(reply, c.Error) and reply.kind == TransactionRolledBackException.__name__:
             # The broker rolled back: release through the normal path so that the client drops
             # the deliveries the broker takes back (no stale prefetched copies, TX-06).
@@ -441,6 +454,16 @@ class Session:
         with self._cond:
             self._unacked = [(d, k) for d, k in self._unacked if d not in set(ids)]
         check_reply(reply)
+
+    def _forget_lost_transaction(self, epoch: int) -> None:
+        """commit() failed with the link: once the reconnect has made this session drop the
+        old link's state, the transaction it marked rollback-only is over (committed or not,
+        the caller was told); the next one starts clean."""
+        if self._connection._failover is None:
+            return
+        with self._cond:
+            self._cond.wait_for(lambda: self._epoch != epoch or self._closed, timeout=30)
+        self._rollback_only = None
 
     def rollback(self) -> None:
         """Roll back: sends are discarded, received messages come back (redelivered) (TX).
@@ -455,6 +478,7 @@ class Session:
         self._wait_sends()
         self._rollback_only = None
         self._send_failure = None  # rolled back with the transaction
+        self._tx_work = False
         self._release(c.Rollback)
 
     def recover(self) -> None:
@@ -479,9 +503,41 @@ class Session:
             cur = self._current_delivery
             if cur is not None and self._recovered_in_listener and cur not in delivered:
                 delivered.append(cur)
-        reply = check_reply(self._connection.request(cmd(session_id=self._id, delivered=delivered)))
-        assert isinstance(reply, c.Released)
-        self._drop_released(reply.delivery_ids)
+            epoch = self._epoch
+        self._release_ids(cmd(session_id=self._id, delivered=delivered), epoch)
+
+    def _release_ids(self, req: c.Release | c.Rollback, epoch: int) -> None:
+        reply = check_reply(self._connection.request(req, self, epoch))
+        if isinstance(reply, c.Released):
+            self._drop_released(reply.delivery_ids)
+
+    def _scrub(self, req: c.Request) -> c.Request | None:
+        """Failover: ``req`` carries delivery ids of a lost link. Return what may still go to
+        the new link (the broker took those deliveries back already), or None for nothing."""
+        if isinstance(req, (c.Ack, c.Expired)):
+            return None
+        if isinstance(req, c.Commit):  # the transaction died with the link
+            return c.Rollback(corr=req.corr, session_id=req.session_id)
+        if isinstance(req, (c.Rollback, c.Release, c.CloseSession, c.CloseConsumer)):
+            return msgspec.structs.replace(req, delivered=[])
+        return req
+
+    def _on_link_lost(self) -> None:
+        """Failover, before the new link exists: forget every delivery of the old one (the
+        broker returns them to their queues), and doom a transaction that did any work."""
+        with self._cond:
+            self._epoch += 1
+            self._unacked = []
+            self._dups_pending = []
+            for consumer in self._consumers.values():
+                consumer._buffer.clear()
+                consumer._consumed = 0
+            if self._mode == self.SESSION_TRANSACTED and self._tx_work and not self._rollback_only:
+                self._rollback_only = JMSException(
+                    "the connection to the broker was lost while it was in progress, and "
+                    "the broker rolled back its sends and receives (failover)"
+                )
+            self._cond.notify_all()
 
     def _drop_released(self, ids: list[int]) -> None:
         gone = set(ids)
@@ -501,8 +557,11 @@ class Session:
         with self._cond:
             ids = [d for d, _ in self._unacked]
             self._unacked = []
+            epoch = self._epoch
         if ids:
-            check_reply(self._connection.request(c.Ack(session_id=self._id, delivery_ids=ids)))
+            check_reply(
+                self._connection.request(c.Ack(session_id=self._id, delivery_ids=ids), self, epoch)
+            )
 
     def _check_ack_open(self) -> None:
         """AUTO, DUPS_OK, transacted: ``message.acknowledge()`` does nothing (SESS-17) but
@@ -522,13 +581,16 @@ class Session:
             self._acknowledge_all()
 
     # ---- hand-over: the one path from buffer to application ----------------------------------
-    def _hand_over(self, consumer: MessageConsumer, d: c.Deliver) -> Message | None:
-        """Turn a delivery into the application's message, or None if it expired (REL-23).
-        Called without the session lock."""
+    def _hand_over(self, consumer: MessageConsumer, d: c.Deliver, epoch: int) -> Message | None:
+        """Turn a delivery read in ``epoch`` into the application's message, or None if it
+        expired (REL-23) or came on a link lost since (the broker redelivers it). Called
+        without the session lock."""
         conn = self._connection
+        if epoch != self._epoch:
+            return None
         if d.expiration and conn.clock.now_ms() >= d.expiration:
-            conn.oneway(c.Expired(session_id=self._id, delivery_ids=[d.delivery_id]))
-            consumer._consumed_one()
+            conn.oneway(c.Expired(session_id=self._id, delivery_ids=[d.delivery_id]), self, epoch)
+            consumer._consumed_one(epoch)
             return None
         msg = decode_message(d.message)
         props = msg._properties
@@ -548,16 +610,22 @@ class Session:
             msg._ack_hook = self._check_ack_open
         if self._mode in (self.CLIENT_ACKNOWLEDGE, self.SESSION_TRANSACTED):
             with self._cond:
+                if epoch != self._epoch:
+                    return None
                 self._unacked.append((d.delivery_id, consumer))
-        consumer._consumed_one()
+                self._tx_work = True
+        consumer._consumed_one(epoch)
         return msg
 
-    def _after_receive(self, did: int) -> None:
-        """Automatic acknowledgement after ``receive`` returned a message."""
+    def _after_receive(self, did: int, epoch: int) -> None:
+        """Automatic acknowledgement after ``receive`` returned a message read in ``epoch``."""
         mode = self._mode
         if mode == self.AUTO_ACKNOWLEDGE:
-            self._connection.oneway(c.Ack(session_id=self._id, delivery_ids=[did]))
+            self._connection.oneway(c.Ack(session_id=self._id, delivery_ids=[did]), self, epoch)
         elif mode == self.DUPS_OK_ACKNOWLEDGE:
+            if epoch != self._dups_epoch:
+                self._dups_pending = []  # ids of a lost link: the broker took them back
+                self._dups_epoch = epoch
             self._dups_pending.append(did)
             if len(self._dups_pending) >= DUPS_OK_BATCH:
                 self._flush_dups()
@@ -565,7 +633,9 @@ class Session:
     def _flush_dups(self) -> None:
         if self._dups_pending:
             ids, self._dups_pending = self._dups_pending, []
-            self._connection.oneway(c.Ack(session_id=self._id, delivery_ids=ids))
+            self._connection.oneway(
+                c.Ack(session_id=self._id, delivery_ids=ids), self, self._dups_epoch
+            )
 
     # ---- listener thread ---------------------------------------------------------------------
     def _listener_changed(self) -> None:
@@ -606,8 +676,9 @@ class Session:
                     consumer, d = item
                     self._in_listener = consumer
                     self._current_delivery = d.delivery_id
+                    epoch = self._epoch
                 try:
-                    self._run_listener(consumer, d)
+                    self._run_listener(consumer, d, epoch)
                 finally:
                     with self._cond:
                         self._in_listener = None
@@ -619,8 +690,8 @@ class Session:
             with self._cond:
                 self._listener_thread = None
 
-    def _run_listener(self, consumer: MessageConsumer, d: c.Deliver) -> None:
-        msg = self._hand_over(consumer, d)
+    def _run_listener(self, consumer: MessageConsumer, d: c.Deliver, epoch: int) -> None:
+        msg = self._hand_over(consumer, d, epoch)
         if msg is None:
             return
         listener = consumer._listener
@@ -640,17 +711,11 @@ class Session:
                 with self._cond:
                     delivered = [x for x, _ in self._unacked] + [d.delivery_id]
                 try:
-                    reply = check_reply(
-                        self._connection.request(
-                            c.Release(session_id=self._id, delivered=delivered)
-                        )
-                    )
-                    assert isinstance(reply, c.Released)
-                    self._drop_released(reply.delivery_ids)
+                    self._release_ids(c.Release(session_id=self._id, delivered=delivered), epoch)
                 except JMSException:
                     log.exception("could not return a failed message")
             else:
-                self._after_receive(d.delivery_id)
+                self._after_receive(d.delivery_id, epoch)
 
     # ---- stop / close ----------------------------------------------------------------------
     def _on_connection_started(self) -> None:
@@ -706,10 +771,11 @@ class Session:
         with self._cond:
             delivered = [d for d, _ in self._unacked] if self._mode != self.AUTO_ACKNOWLEDGE else []
             consumers = list(self._consumers.values())
+            epoch = self._epoch
         try:
             if not self._connection._failure:
                 reply = self._connection.request(
-                    c.CloseSession(session_id=self._id, delivered=delivered)
+                    c.CloseSession(session_id=self._id, delivered=delivered), self, epoch
                 )
                 check_reply(reply)
         except JMSException:
@@ -770,6 +836,9 @@ class Session:
         except JMSException as exc:
             if self._closed or self._connection._failure is not None:
                 return  # the link is gone: at most once, and the loss is reported already
+            if self._connection._failover is not None and pending.error is not None:
+                log.warning("a pipelined NON_PERSISTENT send to %s was lost with the link", dest)
+                return  # at most once, as NON_PERSISTENT allows; a transaction is doomed
             failure = type(exc)(
                 f"a pipelined NON_PERSISTENT send to {dest} failed: {exc} "
                 "(block_on_non_persistent_send=false reports it at the next send)",

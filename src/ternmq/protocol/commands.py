@@ -215,9 +215,12 @@ class Browse(_Request, frozen=True, kw_only=True, tag=True):
 
 
 class CreateTemporary(_Request, frozen=True, kw_only=True, tag=True):
-    """Create a temporary queue or topic owned by this connection."""
+    """Create a temporary queue or topic owned by this connection. ``name``: re-create the
+    one of that name (a client that reconnected after a failover); refused while another
+    live connection owns it."""
 
     topic: bool = False
+    name: str | None = None
 
 
 class DeleteTemporary(_Request, frozen=True, kw_only=True, tag=True):

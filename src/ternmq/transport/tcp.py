@@ -510,6 +510,11 @@ class TcpTransport:
 
     # ---- failure ------------------------------------------------------------------------
     @property
+    def lost(self) -> bool:
+        """True once the link is gone (lost or closed): nothing sent now reaches the server."""
+        return self._lost_reason is not None
+
+    @property
     def failure_cause(self) -> BaseException | None:
         """The exception behind a lost link (an ``OSError``, a heartbeat ``TimeoutError``,
         a ``ProtocolError``), or None when the server simply ended the stream."""
