@@ -29,6 +29,12 @@ transaction, the whole transaction is rolled back and the commit raises
 TransactionRolledBackException naming the id, so that an application that redoes an in-doubt
 transaction learns that the first attempt committed. A rolled-back send records nothing.
 
+A duplicate's ``Ok`` leaves after every store batch before it (the engine keeps output in
+order behind pending batches), so a resend is confirmed only once the original is durable.
+If the store then fails to write the original (a disk error), the original's sender gets the
+error and the id is forgotten (:meth:`DuplicateIds.forget`), but a resend answered in that
+window has already been confirmed: a known limit, as rare as a failing disk.
+
 This module holds the caches only; ``engine.py`` asks it at its few hooks (send, blocked
 send, commit, recovery, store failure, temporary destination deletion).
 """
