@@ -12,7 +12,7 @@ FullPolicy = Literal["page", "block", "fail"]
 
 @dataclasses.dataclass(frozen=True)
 class DestinationPolicy:
-    """Per-destination behaviour (PSF-01, PSF-02, PSF-05, PSF-07).
+    """Per-destination behaviour (PSF-01, PSF-02, PSF-05, PSF-07, PSF-09).
 
     Attributes:
         max_delivery_attempts: deliveries before a message is dead-lettered; -1 = unlimited.
@@ -29,6 +29,13 @@ class DestinationPolicy:
             ResourceAllocationException; ``fail`` raises it at once.
         block_timeout: seconds a blocked send waits before ResourceAllocationException.
         exclusive: queues only: deliver to the oldest consumer only, the next takes over (PSF-04).
+        id_cache_size: duplicate detection (PSF-09): how many of the latest
+            ``JMS_TernMQ_DuplicateID`` values the destination remembers (Artemis's
+            ``id-cache-size``); a send repeating one of them is acknowledged but not enqueued.
+            Older ids are forgotten, in memory and in the store. 0 turns detection off.
+
+    Raises:
+        ValueError: ``id_cache_size`` is negative.
     """
 
     max_delivery_attempts: int = 10
@@ -41,6 +48,14 @@ class DestinationPolicy:
     full_policy: FullPolicy = "page"
     block_timeout: float = 30.0
     exclusive: bool = False
+    id_cache_size: int = 20_000
+
+    def __post_init__(self) -> None:
+        if self.id_cache_size < 0:
+            raise ValueError(
+                f"id_cache_size must be 0 (duplicate detection off) or more, not "
+                f"{self.id_cache_size}"
+            )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from ternmq._version import __version__
+from ternmq.broker._dedup import DuplicateIds
 from ternmq.broker._queue import GONE, INFLIGHT, Entry, MessageQueue, Stored
 from ternmq.broker._sequenced import HANDLERS, SEQ_RESERVE_BLOCK, StagedTx
 from ternmq.broker.clock import Clock, SystemClock
@@ -240,6 +241,7 @@ class Broker:
         self.recovered: dict[str, int] = {}  # what _recover found (the host logs it)
         self.dead_lettered = 0
         self.expired = 0
+        self._dedup = DuplicateIds(self.config)  # PSF-09
         if not self.store.synchronous:
             self.store.set_completion(self._on_store_completion)
         self._recover()
@@ -711,11 +713,16 @@ class Broker:
         s = self._session(conn, req.session_id)
         # Validate now so a transacted send to a bad destination fails at send() (PROD-02).
         dest = self._check_send(conn, req)
+        dup_id = req.duplicate_id
+        if dup_id is not None:
+            self._dedup.check_id(dup_id)
         if self.populate_user_id:
             req = self._stamp_user(conn, req)
         if s.transacted:
             s.tx_sends.append(req)
             return c.Ok(corr=req.corr)
+        if dup_id is not None and self._dedup.seen(dest, dup_id):
+            return c.Ok(corr=req.corr)  # PSF-09: acknowledged, not enqueued
         if self._blocked and self._blocks(dest):
             self._block(conn, dest, req)  # keep the order of blocked senders
             return None
@@ -726,7 +733,16 @@ class Broker:
                 raise
             self._block(conn, dest, req)
             return None
+        if dup_id is not None:
+            self._record_duplicate_id(dest, req)
         return c.Ok(corr=req.corr)
+
+    def _record_duplicate_id(self, dest: Destination, req: c.Send) -> None:
+        """``req`` took effect: ``dest`` remembers its id, in the request's store batch
+        when the send is PERSISTENT (PSF-09)."""
+        op = self._dedup.record(dest, req.duplicate_id or "", req.persistent)
+        if op is not None:
+            self._ops.append(op)
 
     def _check_send(
         self, conn: BrokerConnection, req: c.Send | c.StagedSend, dest_ok: bool = False
@@ -769,6 +785,11 @@ class Broker:
             if conn.closed:
                 self._blocked.popleft()
                 continue
+            if req.duplicate_id is not None and self._dedup.seen(dest, req.duplicate_id):
+                self._blocked.popleft()  # PSF-09: an earlier held send had the same id
+                if req.corr:
+                    self._out.append((conn, c.Ok(corr=req.corr)))
+                continue
             try:
                 self._publish(conn, dest, req)
             except ResourceAllocationException as exc:
@@ -795,6 +816,8 @@ class Broker:
                     )
                 continue
             self._blocked.popleft()
+            if req.duplicate_id is not None:
+                self._record_duplicate_id(dest, req)
             if req.corr:
                 self._out.append((conn, c.Ok(corr=req.corr)))
 
@@ -1017,11 +1040,16 @@ class Broker:
         s.tx_sends = []
         # On failure the deliveries stay outstanding: the client answers with ``Rollback``,
         # whose ``Released`` reply tells it which buffered deliveries to drop (TX-04, TX-06).
+        dups = [(self._dest(send.destination), send) for send in sends if send.duplicate_id]
+        if dups:
+            self._dedup.check_transaction(dups)  # PSF-09: a repeat drops the transaction
         self._publish_all(
             conn,
             ((self._dest(send.destination), send) for send in sends),
             "the transaction was rolled back",
         )
+        for dest, send in dups:
+            self._record_duplicate_id(dest, send)
         for did in req.delivered:
             e = s.outstanding.pop(did, None)
             if e is not None:
@@ -1106,6 +1134,7 @@ class Broker:
 
     def _delete_temporary(self, conn: BrokerConnection, dest: Destination) -> None:
         conn.temporaries.pop(dest, None)
+        self._dedup.drop(dest)
         if dest.is_topic:
             for sub in list(self.topics.pop(dest, [])):
                 sub.queue.deleted = True
@@ -1203,6 +1232,7 @@ class Broker:
                 dequeued=q.dequeued,
                 memory_bytes=q.bytes,
                 paged=paged,
+                duplicates=self._dedup.duplicates(dest),
             )
         totals = [0, 0, 0, 0]
         subs: list[c.SubscriptionStat] = []
@@ -1237,6 +1267,7 @@ class Broker:
             memory_bytes=held,
             paged=totals[3],
             subscriptions=subs,
+            duplicates=self._dedup.duplicates(dest),
         )
 
     _handlers: dict[type, Callable[[Broker, BrokerConnection, Any], c.Reply | None]] = {}
@@ -1499,6 +1530,7 @@ class Broker:
         batch's output and from every later batch's), their consumers' credit restored."""
         dropped: set[tuple[int, int]] = set()  # (id of the connection, delivery id)
         for e in unstored:
+            self._forget_duplicate_id(e.stored)
             if e.state == GONE:
                 continue
             consumer = e.consumer
@@ -1520,6 +1552,19 @@ class Broker:
             self._dispatch_dirty()
         return _fail_replies(out, error)
 
+    def _forget_duplicate_id(self, stored: Stored) -> None:
+        """A PERSISTENT message that the store failed to keep: if it carried a duplicate id,
+        its destination forgets it, so that a resend is accepted (PSF-09). Rare: decodes."""
+        if stored.data is None:
+            return
+        try:
+            view = stored.view()
+        except JMSException:
+            return
+        dup_id = view.get_object_property(c.DUPLICATE_ID_PROPERTY)
+        if isinstance(dup_id, str) and view.jms_destination is not None:
+            self._dedup.forget(str(view.jms_destination), dup_id)
+
     def _recover(self) -> None:
         """Rebuild durable subscriptions and persistent messages from the store (REL-09)."""
         # A disk store recovers an index only: bodies stay on disk until delivered (PSF-07).
@@ -1527,6 +1572,7 @@ class Broker:
         now = self.clock.now_ms()
         self._reserved = dict(state.sequences)
         self._sinks = dict(state.sinks)
+        self._dedup.restore(state.duplicate_ids)
         for r in state.staged:
             tx = self._staged.get(r.txid)
             if tx is None:

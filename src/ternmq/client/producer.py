@@ -158,7 +158,8 @@ class MessageProducer:
             UnsupportedOperationException: a destination given to a producer bound to
                 another one, or none given to an anonymous producer.
             InvalidDestinationException: a destination that is not a ternmq one, or deleted.
-            MessageFormatException: ``message`` is not a ternmq Message.
+            MessageFormatException: ``message`` is not a ternmq Message, or its
+                ``JMS_TernMQ_DuplicateID`` property is not a String.
             JMSException: an invalid delivery mode, priority, time-to-live or delay, or the
                 broker refused the message (ResourceAllocationException when full), or
                 refused an earlier pipelined NON_PERSISTENT send of this session (raised
@@ -254,6 +255,12 @@ class MessageProducer:
         props = message._properties
         gid = props.get("JMSXGroupID")
         gseq = props.get("JMSXGroupSeq", 0)
+        dup = props.get(c.DUPLICATE_ID_PROPERTY)  # PSF-09: the broker reads it from Send
+        if dup is not None and not isinstance(dup, str):
+            raise MessageFormatException(
+                f"{c.DUPLICATE_ID_PROPERTY} must be a String property, not "
+                f"{type(dup).__name__}: set it with set_string_property"
+            )
         data = encode_message(message)
         req = c.Send(
             corr=conn.next_corr(),
@@ -266,6 +273,7 @@ class MessageProducer:
             delivery_time=message._delivery_time,
             group_id=gid if isinstance(gid, str) else None,
             group_seq=gseq if isinstance(gseq, int) and not isinstance(gseq, bool) else 0,
+            duplicate_id=dup,
         )
         if listener is None:
             if mode == DeliveryMode.PERSISTENT or conn.block_np_sends:

@@ -47,6 +47,7 @@ __all__ = [
     "Credit",
     "DeleteTemporary",
     "Deliver",
+    "DUPLICATE_ID_PROPERTY",
     "DestinationStat",
     "Disconnect",
     "Error",
@@ -75,6 +76,9 @@ __all__ = [
 ]
 
 SubscriptionKind = Literal["none", "shared", "durable", "shared_durable"]
+#: The String message property naming a send for duplicate detection (PSF-09); a client
+#: copies its value into ``Send.duplicate_id``.
+DUPLICATE_ID_PROPERTY = "JMS_TernMQ_DuplicateID"
 
 
 class _Request(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
@@ -155,7 +159,12 @@ class Pull(_Request, frozen=True, kw_only=True, tag=True):
 
 class Send(_Request, frozen=True, kw_only=True, tag=True):
     """Publish one encoded message. The header values the broker routes by are repeated
-    here so that it need not decode the body to route, order, expire or schedule."""
+    here so that it need not decode the body to route, order, expire or schedule.
+
+    ``duplicate_id`` repeats the message's ``JMS_TernMQ_DuplicateID`` property
+    (:data:`DUPLICATE_ID_PROPERTY`, PSF-09): a destination that already accepted that id
+    answers ``Ok`` without enqueuing the message. The last field, so a peer that predates
+    it sends and reads the same arrays (msgspec ignores extra trailing elements)."""
 
     session_id: int
     destination: str
@@ -166,6 +175,7 @@ class Send(_Request, frozen=True, kw_only=True, tag=True):
     delivery_time: int = 0
     group_id: str | None = None
     group_seq: int = 0
+    duplicate_id: str | None = None
 
 
 class Ack(_Request, frozen=True, kw_only=True, tag=True):
@@ -392,7 +402,8 @@ class DestinationStat(msgspec.Struct, frozen=True, kw_only=True, array_like=True
 
     ``depth`` counts messages held (ready, scheduled and in flight); ``memory_bytes`` the message
     bytes held in memory and ``paged`` the messages kept on disk only. For a topic the
-    numbers are totals over its ``subscriptions``.
+    numbers are totals over its ``subscriptions``. ``duplicates`` counts the sends the
+    destination refused as duplicates (PSF-09) since the broker started.
     """
 
     name: str
@@ -406,6 +417,7 @@ class DestinationStat(msgspec.Struct, frozen=True, kw_only=True, array_like=True
     memory_bytes: int = 0
     paged: int = 0
     subscriptions: list[SubscriptionStat] = msgspec.field(default_factory=list)
+    duplicates: int = 0
 
 
 class StatResult(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):

@@ -1,6 +1,7 @@
 """Durable state of a broker: the store interface and its implementations."""
 
 from ternmq.store._base import (
+    AddDuplicateId,
     AddMessage,
     AddStaged,
     AddSubscription,
@@ -21,6 +22,7 @@ from ternmq.store._base import (
 )
 
 __all__ = [
+    "AddDuplicateId",
     "AddMessage",
     "AddStaged",
     "AddSubscription",

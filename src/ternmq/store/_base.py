@@ -14,12 +14,14 @@ Only state that must survive is written: PERSISTENT messages on queues and durab
 subscriptions, durable subscription definitions, delivery counts, the sequence numbers each
 destination has reserved (so that positions stay monotonic across restarts), staged
 transactions and the last committed batch of each sink (the two-phase publish of
-``broker/_sequenced.py``). Non-persistent messages, temporary destinations and non-durable
-subscriptions never reach the store.
+``broker/_sequenced.py``), and the latest duplicate-detection ids of each destination
+(PSF-09: written in the batch of the send that used the id). Non-persistent messages,
+temporary destinations and non-durable subscriptions never reach the store.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol
@@ -29,6 +31,7 @@ import msgspec
 from ternmq.protocol.commands import StagedSend
 
 __all__ = [
+    "AddDuplicateId",
     "AddMessage",
     "AddStaged",
     "Completion",
@@ -167,6 +170,17 @@ class SetSinkBatch(msgspec.Struct, frozen=True, gc=False):
     batch_id: int
 
 
+class AddDuplicateId(msgspec.Struct, frozen=True, gc=False):
+    """Destination ``dest`` accepted a send with duplicate-detection id ``dup_id``, its
+    ``n``-th id (PSF-09); its ids numbered ``evict_upto`` or lower are forgotten (the cache
+    holds the latest ``n - evict_upto``)."""
+
+    dest: str
+    n: int
+    dup_id: str
+    evict_upto: int
+
+
 Op = (
     AddMessage
     | RemoveMessage
@@ -179,6 +193,7 @@ Op = (
     | AddStaged
     | RemoveStaged
     | SetSinkBatch
+    | AddDuplicateId
 )
 
 
@@ -199,13 +214,15 @@ class StoredMessage:
 @dataclasses.dataclass
 class Recovered:
     """Everything :meth:`Store.load` found: subscriptions and messages per destination key,
-    reserved sequence numbers, staged messages (by txid, then position) and sink batches."""
+    reserved sequence numbers, staged messages (by txid, then position), sink batches and the
+    remembered duplicate-detection ids per destination (``(n, id)``, oldest first)."""
 
     subscriptions: list[AddSubscription] = dataclasses.field(default_factory=list)
     messages: dict[str, list[StoredMessage]] = dataclasses.field(default_factory=dict)
     sequences: dict[str, int] = dataclasses.field(default_factory=dict)
     staged: list[StagedRecord] = dataclasses.field(default_factory=list)
     sinks: dict[str, int] = dataclasses.field(default_factory=dict)
+    duplicate_ids: dict[str, list[tuple[int, str]]] = dataclasses.field(default_factory=dict)
 
 
 Completion = Callable[[int, BaseException | None], None]
@@ -288,6 +305,7 @@ class MemoryStore:
         self._sequences: dict[str, int] = {}
         self._staged: dict[str, list[AddStaged]] = {}  # txid -> its requests, in order
         self._sinks: dict[str, int] = {}
+        self._dup_ids: dict[str, collections.OrderedDict[int, str]] = {}
         self.batches = 0
 
     def write(self, ops: Sequence[Op]) -> None:
@@ -327,6 +345,11 @@ class MemoryStore:
                 self._staged.setdefault(op.txid, []).append(op)
             elif isinstance(op, RemoveStaged):
                 self._staged.pop(op.txid, None)
+            elif isinstance(op, AddDuplicateId):
+                ids = self._dup_ids.setdefault(op.dest, collections.OrderedDict())
+                ids[op.n] = op.dup_id
+                while ids and next(iter(ids)) <= op.evict_upto:
+                    ids.popitem(last=False)
             else:
                 self._sinks[op.sink_id] = op.batch_id
 
@@ -359,6 +382,7 @@ class MemoryStore:
             sequences=dict(self._sequences),
             staged=[rec for _, ops in sorted(self._staged.items()) for rec in staged_records(ops)],
             sinks=dict(self._sinks),
+            duplicate_ids={dest: list(ids.items()) for dest, ids in self._dup_ids.items() if ids},
         )
 
     def close(self) -> None:

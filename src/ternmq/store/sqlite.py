@@ -41,6 +41,7 @@ import msgspec
 from ternmq.errors import JMSException
 from ternmq.protocol.commands import StagedSend
 from ternmq.store._base import (
+    AddDuplicateId,
     AddMessage,
     AddStaged,
     AddSubscription,
@@ -63,12 +64,13 @@ __all__ = ["SqliteStore"]
 
 log = logging.getLogger("ternmq.store")
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 # Schema 2 added the sequences, staged and sinks tables; schema 3 keeps staged messages as
 # one row per Stage request (staged_chunks: a msgpack list of StagedSend) instead of one row
-# per message. Older directories are upgraded in place: the new tables start empty, and a
-# schema-2 staged table is copied into staged_chunks (one chunk per transaction), then dropped.
-_UPGRADABLE = ("1", "2")
+# per message; schema 4 added duplicate_ids (PSF-09). Older directories are upgraded in
+# place: the new tables start empty, and a schema-2 staged table is copied into staged_chunks
+# (one chunk per transaction), then dropped.
+_UPGRADABLE = ("1", "2", "3")
 _STAGED_ENCODER = msgspec.msgpack.Encoder()
 # An AddMessage's fields in their declared order (msgspec.structs.astuple), never delivered.
 _INSERT_ADDED = (
@@ -108,6 +110,12 @@ CREATE TABLE IF NOT EXISTS staged_chunks(
     PRIMARY KEY(txid, first)
 );
 CREATE TABLE IF NOT EXISTS sinks(sink_id TEXT PRIMARY KEY, batch_id INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS duplicate_ids(
+    dest TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    dup_id TEXT NOT NULL,
+    PRIMARY KEY(dest, n)
+) WITHOUT ROWID;
 """
 
 Fsync = Literal["always", "batch"]
@@ -273,6 +281,10 @@ class SqliteStore:
             )
         out.sequences = dict(self._db.execute("SELECT dest, reserved FROM sequences"))
         out.sinks = dict(self._db.execute("SELECT sink_id, batch_id FROM sinks"))
+        for dest, n, dup_id in self._db.execute(
+            "SELECT dest, n, dup_id FROM duplicate_ids ORDER BY dest, n"
+        ):
+            out.duplicate_ids.setdefault(dest, []).append((n, dup_id))
         out.staged = list(
             staged_records(
                 AddStaged(txid, sink, batch, first, _STAGED_DECODER.decode(data))
@@ -368,6 +380,7 @@ class SqliteStore:
         adds: dict[str, dict[int, AddMessage]] = {}
         counts: dict[tuple[str, int], int] = {}
         actions: list[Op] = []
+        dup_ids: list[AddDuplicateId] = []  # written last, in order (PSF-09)
         for ops in batches:
             for op in ops:
                 if isinstance(op, AddMessage):
@@ -384,6 +397,8 @@ class SqliteStore:
                         actions.append(op)
                 elif isinstance(op, SetDeliveryCount):
                     counts[(op.dest, op.seq)] = op.count
+                elif isinstance(op, AddDuplicateId):
+                    dup_ids.append(op)
                 else:
                     actions.append(op)
         db = self._db
@@ -449,6 +464,8 @@ class SqliteStore:
                     "UPDATE messages SET delivery_count=? WHERE dest=? AND seq=?",
                     [(n, d, s) for (d, s), n in counts.items()],
                 )
+            if dup_ids:
+                self._add_duplicate_ids(dup_ids)
             db.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
@@ -461,6 +478,18 @@ class SqliteStore:
             if now - self._last_sync >= self.batch_interval:
                 self._sync_log()
                 self._last_sync = now
+
+    def _add_duplicate_ids(self, ops: list[AddDuplicateId]) -> None:
+        """Remember the ids and forget those evicted (PSF-09). Caller holds ``_db_lock``."""
+        db = self._db
+        db.executemany(
+            "INSERT OR REPLACE INTO duplicate_ids VALUES(?,?,?)",
+            [(op.dest, op.n, op.dup_id) for op in ops],
+        )
+        evict: dict[str, int] = {}  # one range per destination: its latest bound
+        for op in ops:
+            evict[op.dest] = max(op.evict_upto, evict.get(op.dest, op.evict_upto))
+        db.executemany("DELETE FROM duplicate_ids WHERE dest=? AND n<=?", evict.items())
 
     def _add_staged(self, op: AddStaged) -> None:
         data = _STAGED_ENCODER.encode(op.messages)
