@@ -430,3 +430,58 @@ def test_conn_30_a_stale_acknowledgement_never_touches_the_new_link(
         gate.release()
         wait_for(lambda: len(seen) == 8, "n1..n3 did not come")
         assert seen[4] == ("m", True) and [b for b, _ in seen[5:]] == ["n1", "n2", "n3"]
+
+
+@pytest.mark.parametrize("lost", ["request", "reply"])
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_conn_30_in_doubt_send_with_duplicate_id_is_resent_once(
+    serve: Serve, proxies, lost: str, asynchronous: bool
+) -> None:
+    """CONN-30, PSF-09: an in-doubt send that carries JMS_TernMQ_DuplicateID is sent again
+    on the new link; the broker keeps exactly one copy whether or not the first got in, and
+    send() returns (or the completion listener hears on_completion)."""
+    server = serve()
+    proxy = _proxy(proxies, server.port)
+    done = threading.Event()
+    outcome: list[object] = []
+
+    class Listener:
+        def on_completion(self, message: object) -> None:
+            outcome.append("completed")
+            done.set()
+
+        def on_exception(self, message: object, exc: Exception) -> None:
+            outcome.append(exc)
+            done.set()
+
+    with _factory(proxy).create_connection() as conn:
+        session = conn.create_session()
+        producer = session.create_producer(Queue("fo.dedup"))
+        msg = session.create_text_message("once")
+        msg.set_string_property("JMS_TernMQ_DuplicateID", "order-42")
+
+        def send() -> None:
+            try:
+                if asynchronous:
+                    producer.send(msg, completion_listener=Listener())
+                else:
+                    producer.send(msg)
+                    outcome.append("completed")
+                    done.set()
+            except JMSException as exc:
+                outcome.append(exc)
+                done.set()
+
+        if lost == "request":
+            proxy.drop_up = True
+        else:
+            proxy.drop_down = True
+        sender = threading.Thread(target=send)
+        sender.start()
+        proxy.wait_dropped()
+        proxy.drop_up = proxy.drop_down = False
+        proxy.cut()
+        assert done.wait(30)
+        sender.join(10)
+        assert outcome == ["completed"]
+    assert _drain(ConnectionFactory(f"tcp://127.0.0.1:{server.port}"), "fo.dedup") == ["once"]

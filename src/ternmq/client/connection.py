@@ -503,8 +503,8 @@ class Connection:
             except JMSException as exc:
                 if self._state is _State.CLOSED or self._closing:
                     raise
-                if isinstance(req, _RESENDABLE):
-                    continue  # changes nothing in the broker: ask again on the new link
+                if self._resendable(req):
+                    continue  # safe to repeat on the new link
                 raise self._in_doubt(req, exc) from exc
 
     def submit(self, req: c.Request) -> PendingReply:
@@ -602,8 +602,20 @@ class Connection:
                     raise
                 # Lost between _link() and the write: the request may be partly written,
                 # so only a resendable one goes again; the others are in doubt.
-                if not isinstance(req, _RESENDABLE):
+                if not self._resendable(req):
                     raise self._in_doubt(req, None) from None
+
+    def _resendable(self, req: c.Request) -> bool:
+        """Whether ``req``, in flight when a failover link died, may simply go again: it
+        changes nothing in the broker, or it is a send outside a transaction that carries a
+        ``JMS_TernMQ_DuplicateID`` (the broker drops the copy if the first one got in, PSF-09).
+        A transacted send is not: its transaction died with the link."""
+        if isinstance(req, _RESENDABLE):
+            return True
+        if isinstance(req, c.Send) and req.duplicate_id is not None:
+            with self._lock:
+                return any(s._id == req.session_id and s._mode != 0 for s in self._sessions)
+        return False
 
     def _in_doubt(self, req: c.Request, cause: JMSException | None) -> JMSException:
         fo = self._failover

@@ -294,6 +294,12 @@ class MessageProducer:
                     check_reply(pending.result())
                 except JMSException as exc:
                     failure = exc
+                    if pending.error is not None and conn._failover and conn._resendable(req):
+                        try:  # failover + JMS_TernMQ_DuplicateID: the resend is safe (PSF-09)
+                            check_reply(conn.request(req))
+                            failure = None
+                        except JMSException as again:
+                            failure = again
             if isinstance(failure, JMSException):  # PROD-33: say so, keep the type, no retry
                 failure = type(failure)(
                     f"asynchronous send to {dest} failed: {failure}; whether the message was "
