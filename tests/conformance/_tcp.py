@@ -16,9 +16,13 @@ Settings are what ``make_broker(**settings)`` gets, as for the embedded broker:
 ``BrokerConfig`` and destination-policy fields go to ``[broker]`` and
 ``[destinations."queue://NAME"]`` (only values that differ from the defaults, so the file is
 short), ``users={name: password}`` to ``[users]`` (scrypt hashes, cheap parameters),
-``max_connections`` to ``[limits]``, ``fsync`` and ``fsync_interval`` to the top level. A fake
-clock or a store object cannot reach another process: :func:`server_toml` says so
-(``TypeError``) and such tests carry ``@pytest.mark.vm_only``.
+``max_connections`` to ``[limits]``, ``fsync`` and ``fsync_interval`` to the top level. A store
+object cannot reach another process: :func:`server_toml` says so (``TypeError``) and such
+tests carry ``@pytest.mark.vm_only``. Nor can a fake clock: a test that drives time runs its
+network broker as :class:`ThreadServerBroker`, the same server (``BrokerServer``: asyncio
+listener, native protocol, engine, SQLite store) on a thread of the test process with the
+test's clock, reached over a real socket; the conftest makes the test's tcp clients read that
+clock too.
 
 Cost: a server process is ~0.22 s of CPU to start (interpreter and imports) and ~40 MB, and
 the tcp and tls runs have ~600 tests. Most want a default broker, so :class:`ServerPool`
@@ -158,7 +162,7 @@ def server_toml(
     """
     settings = dict(settings)
     for name, why in (
-        ("clock", "a fake clock cannot drive another process"),
+        ("clock", "a fake clock cannot drive another process: use ThreadServerBroker"),
         ("store", "a store object cannot be handed to another process"),
     ):
         if name in settings:
@@ -384,6 +388,68 @@ class ServerBroker:
     def _reap(self) -> None:
         proc, self.proc = self.proc, None
         _reap(proc)
+
+
+class ThreadServerBroker:
+    """The server of :class:`ServerBroker` on a thread of the test process, driven by the
+    test's fake clock (``settings["clock"]``): same surface (``url``, ``scheme``, ``start()``
+    again on the same ports and data directory, ``stop()``, ``kill()`` (a stop: a thread
+    cannot crash), ``close()``), same generated config.
+
+    Args:
+        workdir: an empty directory of its own.
+        settings: what ``make_broker(**settings)`` got, ``clock`` included.
+        tls: the TLS listener's certificate; None: no TLS listener.
+    """
+
+    def __init__(
+        self, workdir: pathlib.Path, settings: Mapping[str, Any], tls: TlsFiles | None
+    ) -> None:
+        self.workdir = workdir
+        self.scheme: Scheme = "tcp"
+        self._settings = dict(settings)
+        self._clock = self._settings.pop("clock")
+        self._tls = tls
+        _, data_dir = server_toml(self._settings, tls=tls)
+        self.data_dir = pathlib.Path(data_dir) if data_dir else workdir / "data"
+        self.config_path = workdir / "server.toml"
+        self.ports: dict[str, int] = {}
+        self._thread: Any = None
+
+    @property
+    def url(self) -> str:
+        """As :attr:`ServerBroker.url`."""
+        if self.scheme == "tls":
+            assert self._tls is not None, "this server has no TLS listener"
+            return f"tls://127.0.0.1:{self.ports['tls']}?cafile={self._tls.cert}"
+        return f"tcp://127.0.0.1:{self.ports['tcp']}"
+
+    def start(self) -> ThreadServerBroker:
+        """Start (again, on the same ports and data directory); a no-op while running."""
+        from ternmq.server.app import ServerThread
+        from ternmq.server.config import load_config
+
+        if self._thread is not None:
+            return self
+        text, _ = server_toml(self._settings, tls=self._tls, tls_port=self.ports.get("tls", 0))
+        self.config_path.write_text(text, encoding="utf-8")
+        config = load_config(self.config_path).with_overrides(
+            port=self.ports.get("tcp", 0), data_dir=str(self.data_dir)
+        )
+        self._thread = ServerThread(config, clock=self._clock).start()
+        for address in self._thread.addresses:
+            scheme, _, rest = address.partition("://")
+            self.ports[scheme] = int(rest.rpartition(":")[2])
+        return self
+
+    def stop(self) -> None:
+        """Graceful stop: every client is told ``ConnectionFailed``."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.stop()
+
+    kill = stop
+    close = stop
 
 
 def _popen(argv: list[str], log: IO[bytes]) -> subprocess.Popen[bytes]:

@@ -28,7 +28,7 @@ from ternmq.store import MemoryStore
 from ternmq.transport.vm import EmbeddedBroker
 
 from ._helpers import Connect, CrashBroker
-from ._tcp import ServerBroker, ServerPool
+from ._tcp import ServerBroker, ServerPool, ThreadServerBroker
 
 TRANSPORTS = ["vm", "vm+sqlite", "tcp"]
 NETWORK = ("tcp", "tls")
@@ -88,6 +88,14 @@ def make_broker(
             pytest.skip("no openssl command to make the TLS listener's certificate")
 
     def make(**settings: Any) -> EmbeddedBroker:
+        if pool is not None and "clock" in settings:  # see ThreadServerBroker
+            clock = settings["clock"]
+            monkeypatch = request.getfixturevalue("monkeypatch")
+            monkeypatch.setattr("ternmq.transport.tcp.SystemClock", lambda: clock)
+            thread_server = ThreadServerBroker(tmp_path_factory.mktemp("srv"), settings, pool.tls)
+            started.append(thread_server)
+            thread_server.scheme = "tls" if transport == "tls" else "tcp"
+            return thread_server.start()  # type: ignore[return-value]  # duck-typed
         if pool is not None:
             server = pool.new(settings) if settings else pool.take()
             started.append(server)
@@ -103,7 +111,7 @@ def make_broker(
         yield make
     finally:
         for b in started:
-            if isinstance(b, ServerBroker):
+            if isinstance(b, (ServerBroker, ThreadServerBroker)):
                 b.close()
             else:
                 b.stop()

@@ -1146,7 +1146,6 @@ def test_ctx_30_send_errors(ctx: JMSContext, factory: ConnectionFactory) -> None
     assert ctx.create_consumer(q).receive_no_wait() is None
 
 
-@pytest.mark.vm_only("fake clock")
 def test_ctx_31_headers_on_sent_message(fake_factory: ConnectionFactory, clock: FakeClock) -> None:
     """CTX-31: after a synchronous send the Message shows the headers used for that send."""
     with fake_factory.create_context() as ctx:

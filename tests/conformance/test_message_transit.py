@@ -141,7 +141,6 @@ def test_hdr_08_timestamp_is_the_send_time(connection: Connection) -> None:
     assert r is not None and r.jms_timestamp == m.jms_timestamp
 
 
-@pytest.mark.vm_only("fake clock")
 def test_hdr_08_hdr_15_transacted_send_uses_send_time_not_commit_time(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:
@@ -181,7 +180,6 @@ def test_hdr_13_redelivered_ignored_on_send_and_set_on_delivery(connection: Conn
     r.acknowledge()
 
 
-@pytest.mark.vm_only("fake clock")
 def test_hdr_15_expiration_and_sub_millisecond_ttl(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:
@@ -198,7 +196,6 @@ def test_hdr_15_expiration_and_sub_millisecond_ttl(
         assert m.jms_expiration == m.jms_timestamp + 1
 
 
-@pytest.mark.vm_only("fake clock")
 def test_hdr_16_expired_messages_never_dispatched(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:
@@ -217,7 +214,6 @@ def test_hdr_16_expired_messages_never_dispatched(
         assert k.receive_no_wait() is None
 
 
-@pytest.mark.vm_only("fake clock")
 def test_hdr_19_delivery_time_and_no_early_delivery(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:

@@ -186,7 +186,6 @@ def test_prod_04_invalid_per_send_arguments(
     assert [(text(m), m.jms_priority, m.jms_delivery_mode) for m in got] == [("good", 4, 2)]
 
 
-@pytest.mark.vm_only("fake clock")
 def test_prod_05_per_send_arguments_apply_once(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:
@@ -229,7 +228,6 @@ def test_prod_06_send_of_a_non_message(connection: Connection, factory: Connecti
 # ---- what a send does to the message ----------------------------------------------------------
 
 
-@pytest.mark.vm_only("fake clock")
 def test_s_prod_1_headers_set_by_send(fake_factory: ConnectionFactory, clock: FakeClock) -> None:
     """S-PROD-1 (PROD-07, PROD-08, PROD-11): send overwrites the provider-set headers with
     exact values (fake clock), keeps the application's ones, and the receiver sees the same."""
@@ -295,7 +293,6 @@ def test_prod_07_ids_unique_and_expiration_zero_without_ttl(connection: Connecti
     assert len(ids) == 51
 
 
-@pytest.mark.vm_only("fake clock")
 def test_prod_07_delivery_time_with_delay(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:
@@ -324,7 +321,6 @@ def test_prod_08_redelivered_not_assigned_by_send(
     assert [marks(x) for x in got] == [("m", False, 1)]
 
 
-@pytest.mark.vm_only("fake clock")
 def test_s_prod_4_disabled_id_and_timestamp(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:
@@ -452,7 +448,6 @@ def test_prod_15_persistent_survives_restart_non_persistent_never_twice(
     conn.close()
 
 
-@pytest.mark.vm_only("fake clock")
 def test_s_prod_6_expired_messages_are_not_delivered(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:
@@ -478,7 +473,6 @@ def test_s_prod_6_expired_messages_are_not_delivered(
         assert text(consumer.receive(WAIT)) == "late"
 
 
-@pytest.mark.vm_only("fake clock")
 def test_prod_16_expired_not_delivered_to_prefetch_listener_or_redelivery(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:
@@ -509,7 +503,6 @@ def test_prod_16_expired_not_delivered_to_prefetch_listener_or_redelivery(
         assert seen == ["d"]
 
 
-@pytest.mark.vm_only("fake clock")
 def test_s_prod_5_delivery_delay(fake_factory: ConnectionFactory, clock: FakeClock) -> None:
     """S-PROD-5 (PROD-17, PROD-07): a delayed message is not delivered — nor shown by a
     browser (A-16) — before its delivery time; then it comes with the same delivery time."""
@@ -536,7 +529,6 @@ def test_s_prod_5_delivery_delay(fake_factory: ConnectionFactory, clock: FakeClo
         assert clock.now_ms() >= got.jms_delivery_time
 
 
-@pytest.mark.vm_only("fake clock")
 def test_prod_17_delayed_message_to_listener(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:
@@ -559,7 +551,6 @@ def test_prod_17_delayed_message_to_listener(
         assert seen == [("m", t0 + 5000)]
 
 
-@pytest.mark.vm_only("fake clock")
 def test_prod_18_delayed_topic_message_goes_to_subscriptions_at_send_time(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:

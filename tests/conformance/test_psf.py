@@ -202,7 +202,6 @@ def test_psf_01_unlimited_attempts_and_other_targets(make_broker: MakeBroker) ->
 
 
 # ---------------------------------------------------------------------------- PSF-02
-@pytest.mark.vm_only("fake clock")
 def test_psf_02_redelivery_delay_lets_later_messages_pass(
     make_broker: MakeBroker, clock: FakeClock
 ) -> None:
@@ -240,7 +239,6 @@ def _check_redelivery_delays(
         assert marks(receive(c)) == ("m", True, attempt)
 
 
-@pytest.mark.vm_only("fake clock")
 def test_psf_02_back_off_multiplier_and_cap(make_broker: MakeBroker, clock: FakeClock) -> None:
     """PSF-02: the delay grows by redelivery_multiplier per attempt up to max_redelivery_delay
     (1 s, 2 s, then capped at 3 s); the default cap is 10 x redelivery_delay."""
@@ -400,7 +398,6 @@ def test_psf_04_exclusive_queue_uses_oldest_consumer(make_broker: MakeBroker) ->
 
 
 # ---------------------------------------------------------------------------- PSF-05
-@pytest.mark.vm_only("fake clock")
 def test_psf_05_expiry_queue_receives_expired_messages(
     make_broker: MakeBroker, clock: FakeClock
 ) -> None:
@@ -435,7 +432,6 @@ def test_psf_05_expiry_queue_receives_expired_messages(
         assert origin == "topic://psf05t"
 
 
-@pytest.mark.vm_only("fake clock")
 def test_psf_05_reaper_runs_every_30_seconds(make_broker: MakeBroker, clock: FakeClock) -> None:
     """PSF-05: without any consumer, the expiry reaper (every expiry_scan_interval = 30 s by
     default) moves expired messages to the expiry queue."""
@@ -451,7 +447,6 @@ def test_psf_05_reaper_runs_every_30_seconds(make_broker: MakeBroker, clock: Fak
         assert browse(s, Queue("EXP")) == ["m"]
 
 
-@pytest.mark.vm_only("fake clock")
 def test_psf_05_prefetched_expired_message_goes_to_expiry_queue(
     make_broker: MakeBroker, clock: FakeClock
 ) -> None:
@@ -631,7 +626,6 @@ def test_psf_07_full_subscription_fails_the_publish_for_all(make_broker: MakeBro
         assert got == [f"{i}:{body}" for i in range(sent)]
 
 
-@pytest.mark.vm_only("fake clock")
 def test_psf_07_block_policy_waits_for_room_then_times_out(
     make_broker: MakeBroker, clock: FakeClock
 ) -> None:
@@ -745,7 +739,6 @@ def test_psf_08_prefetch_zero_pulls_one_at_a_time(broker: EmbeddedBroker) -> Non
 
 
 # ---------------------------------------------------------------------------- PSF-10
-@pytest.mark.vm_only("fake clock")
 def test_psf_10_inactive_durable_subscription_is_kept(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:

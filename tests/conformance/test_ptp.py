@@ -52,7 +52,6 @@ def _broker_knows_queue(broker: EmbeddedBroker, name: str) -> bool:
 
 
 # ---------------------------------------------------------------------------- PTP-01, 02
-@pytest.mark.vm_only("fake clock")
 def test_ptp_s1_queue_keeps_messages_without_consumers(
     fake_broker: EmbeddedBroker, fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:
@@ -394,7 +393,6 @@ def test_ptp_08_browse_order_is_consumer_order(connection: Connection) -> None:
 
 
 # ---------------------------------------------------------------------------- PTP-09, 10
-@pytest.mark.vm_only("fake clock")
 def test_ptp_s5_browser_hides_delayed_messages_and_validates(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:
@@ -445,7 +443,6 @@ def test_ptp_09_create_browser_argument_checks(connection: Connection) -> None:
     assert texts(s.create_browser(tq)) == ["t"]
 
 
-@pytest.mark.vm_only("fake clock")
 def test_ptp_10_browser_hides_expired_messages(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:

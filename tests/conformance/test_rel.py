@@ -184,7 +184,6 @@ def test_rel_02_non_persistent_is_delivered_at_most_once(connection: Connection)
     assert drain(connection.create_session().create_consumer(q)) == []
 
 
-@pytest.mark.vm_only("fake clock")
 def test_rel_03_non_persistent_kept_while_broker_runs(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:
@@ -463,7 +462,6 @@ def test_rel_s2_recover_redelivers_from_first_unacknowledged(connection: Connect
     assert c.receive(NOTHING) is None
 
 
-@pytest.mark.vm_only("fake clock")
 def test_rel_15_recover_sequence_may_change(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:
@@ -661,7 +659,6 @@ def test_rel_s6_order_kept_within_delivery_mode(connection: Connection) -> None:
     assert got.index("P1") < got.index("P2")
 
 
-@pytest.mark.vm_only("fake clock")
 def test_rel_19_permitted_deviations_priority_and_delivery_time(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:
@@ -757,7 +754,6 @@ def test_rel_21_prefetched_messages_are_not_reordered(factory: ConnectionFactory
 
 
 # ---------------------------------------------------------------------------- REL-22..REL-26
-@pytest.mark.vm_only("fake clock")
 def test_rel_s5_expiration_header_and_expiry(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:
@@ -785,7 +781,6 @@ def test_rel_s5_expiration_header_and_expiry(
         assert got[0].jms_expiration == 0
 
 
-@pytest.mark.vm_only("fake clock")
 def test_rel_22_transacted_send_time_is_the_send_call(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:
@@ -809,7 +804,6 @@ def test_rel_22_transacted_send_time_is_the_send_call(
         )
 
 
-@pytest.mark.vm_only("fake clock")
 def test_rel_23_expired_messages_never_reach_the_application(
     make_broker: MakeBroker, clock: FakeClock
 ) -> None:
@@ -852,7 +846,6 @@ def test_rel_23_expired_messages_never_reach_the_application(
         assert browse(s, Queue("DLQ")) == []
 
 
-@pytest.mark.vm_only("fake clock")
 def test_rel_24_expiry_applies_everywhere(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:
@@ -882,7 +875,6 @@ def test_rel_24_expiry_applies_everywhere(
             assert text_or_none(receive(c)) == "live", kind
 
 
-@pytest.mark.vm_only("fake clock")
 def test_rel_25_delivery_time(fake_factory: ConnectionFactory, clock: FakeClock) -> None:
     """REL-25: jms_delivery_time = send time + delay; no consumer or browser gets the message
     earlier; on a topic it goes to the subscriptions existing at send time, not to one created

@@ -251,7 +251,6 @@ def test_ack_upto_removes_exactly_its_messages_from_the_store(make_broker: MakeB
         assert _texts(conn, str(q), b.earliest, b.latest) == ["m0", "m3", "m6", "m7", "m9"]
 
 
-@pytest.mark.vm_only("fake clock")
 def test_scheduled_and_expired_messages(make_broker: MakeBroker, clock: FakeClock) -> None:
     """A message waiting for its delivery time holds ``latest`` below its position until
     due (a reader never moves past a message it could not see); an expired message is not

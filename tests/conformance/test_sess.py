@@ -397,7 +397,6 @@ def test_sess_12_delivery_mode_mix_keeps_order_per_mode(connection: Connection) 
         assert [t for t in got if t in expected] == expected
 
 
-@pytest.mark.vm_only("fake clock")
 def test_sess_12_later_delivery_time_comes_later(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:

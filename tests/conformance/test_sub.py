@@ -713,7 +713,6 @@ def test_sub_17_persistent_messages_of_durable_subscriptions_are_stored(
     assert stored_counts(broker) == {}
 
 
-@pytest.mark.vm_only("fake clock")
 def test_sub_17_inactive_durable_drops_expired_messages(
     connect: Connect, fake_factory: ConnectionFactory, clock: Any
 ) -> None:

@@ -398,7 +398,6 @@ def test_tx_11_rollback_inside_listener(connection: Connection, factory: Connect
 # ---- header times ----------------------------------------------------------------------------
 
 
-@pytest.mark.vm_only("fake clock")
 def test_s_tx_5_times_are_taken_at_send_not_commit(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:
@@ -426,7 +425,6 @@ def test_s_tx_5_times_are_taken_at_send_not_commit(
         )
 
 
-@pytest.mark.vm_only("fake clock")
 def test_tx_12_delayed_message_due_before_commit(
     fake_factory: ConnectionFactory, clock: FakeClock
 ) -> None:
