@@ -78,6 +78,8 @@ _STAGED_DECODER = msgspec.msgpack.Decoder(list[StagedSend])
 # running meanwhile (hundreds of microseconds with 64 busy producers), so the writer makes
 # one statement per chunk of rows, not one per row (see _Transaction.rows).
 MAX_ROWS = 256
+ROWS_STEP = 8  # statement sizes: 1 to ROWS_STEP rows, then multiples of ROWS_STEP
+STATEMENT_CACHE = 256  # prepared statements kept by the writer's connection (default 128)
 _ROW_ADDED = "(?,?,?,?,?,?,?,0)"  # an AddMessage's fields in order (msgspec.structs.astuple)
 _ROW_COUNTED = "(?,?,?,?,?,?,?,?)"  # the table's column order, with the delivery count
 _INSERT_ROWS = (
@@ -180,7 +182,10 @@ class SqliteStore:
         self._logged = 0  # bytes written to the log since the last checkpoint (an estimate)
         try:
             self._db = sqlite3.connect(
-                self.path / "ternmq.db", isolation_level=None, check_same_thread=False
+                self.path / "ternmq.db",
+                isolation_level=None,
+                check_same_thread=False,
+                cached_statements=STATEMENT_CACHE,
             )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA wal_autocheckpoint={AUTO_CHECKPOINT_PAGES}")
@@ -595,13 +600,13 @@ class _Transaction:
 
     def rows(self, sql: str, row: str, rows: list[tuple[object, ...]]) -> None:
         """``sql`` (whose ``{rows}`` takes a list of ``row`` placeholders) for ``rows``, in
-        statements of MAX_ROWS rows; the last one repeats its last row up to a power of two
-        (a row inserted or deleted twice in one statement is written once), so that a few
-        statement texts serve every count and all stay in the connection's cache."""
+        statements of MAX_ROWS rows; the last one, if longer than ROWS_STEP, repeats its last
+        row up to a multiple of ROWS_STEP (a row inserted or deleted twice in one statement
+        is written once), so that a few statement texts serve every count, all cached."""
         chain = itertools.chain.from_iterable
         for i in range(0, len(rows), MAX_ROWS):
             chunk = rows[i : i + MAX_ROWS]
-            k = 1 << (len(chunk) - 1).bit_length()
+            k = -(-len(chunk) // ROWS_STEP) * ROWS_STEP if len(chunk) > ROWS_STEP else len(chunk)
             if k > len(chunk):
                 chunk = chunk + [chunk[-1]] * (k - len(chunk))
             self.items.append((_statement(sql, row, k), tuple(chain(chunk)), False))
