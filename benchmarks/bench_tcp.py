@@ -11,6 +11,9 @@ each; the server is a separate process on a fresh data directory, fsync "always"
   persistent x1  PERSISTENT synchronous sends from 1 producer (receipt after fsync)
   persistent x64 the same from 64 producer threads, one connection each (group commit
                  shares the fsyncs)
+  persistent x64 shared
+                 PERSISTENT synchronous sends from 64 threads on ONE connection (one session
+                 each)
   np x64 shared  64 threads sending NON_PERSISTENT on ONE connection (one session each)
   topic 1->4     NON_PERSISTENT to a topic with 4 subscribers; messages published per second
                  until every subscriber has all of them (with sync and with pipelined sends)
@@ -20,6 +23,8 @@ each; the server is a separate process on a fresh data directory, fsync "always"
   rtt            the floor: an empty TCP echo round trip between two Python processes here
 
 Run: .venv/bin/python benchmarks/bench_tcp.py [--count N] [--repeat R] [--latency-seconds S]
+     [--only TEXT]   (e.g. --only persistent: the scenarios whose name contains TEXT, no
+                      latency run unless TEXT is in "latency")
 Prints the median of R runs for each throughput scenario. Bounded: about a minute with the
 defaults, and every run stops after 60 s.
 """
@@ -143,8 +148,13 @@ def run_persistent(factory: ConnectionFactory, producers: int, per_producer: int
     return producers * per_producer / elapsed
 
 
-def run_shared(factory: ConnectionFactory, threads: int, per_thread: int) -> float:
-    """NON_PERSISTENT synchronous sends from ``threads`` sessions of one connection."""
+def run_shared(
+    factory: ConnectionFactory,
+    threads: int,
+    per_thread: int,
+    mode: int = DeliveryMode.NON_PERSISTENT,
+) -> float:
+    """Synchronous sends (``mode``) from ``threads`` sessions of one connection."""
     q = Queue(_name())
     with factory.create_connection() as conn:
         sessions = [conn.create_session() for _ in range(threads)]
@@ -152,7 +162,7 @@ def run_shared(factory: ConnectionFactory, threads: int, per_thread: int) -> flo
 
         def produce(session: Session) -> None:
             producer = session.create_producer(q)
-            producer.delivery_mode = DeliveryMode.NON_PERSISTENT
+            producer.delivery_mode = mode
             message = session.create_text_message(BODY)
             barrier.wait()
             for _ in range(per_thread):
@@ -275,6 +285,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--rate", type=float, default=2000.0, help="offered rate of the latency run")
     ap.add_argument("--latency-seconds", type=float, default=10.0)
+    ap.add_argument("--only", default="", help="run the scenarios whose name contains this")
     args = ap.parse_args(argv)
     print(f"tcp echo round trip (the floor of a synchronous send): {run_rtt():.0f} us")
     with server() as url:
@@ -286,16 +297,23 @@ def main(argv: list[str] | None = None) -> None:
             "np 1->1 (pipelined sends)": lambda: run_queue(pipelined, args.count * 3),
             "persistent x1 (sync sends)": lambda: run_persistent(factory, 1, args.count // 10),
             "persistent x64 (sync sends)": lambda: run_persistent(factory, 64, args.count // 100),
+            "persistent x64, one connection": lambda: run_shared(
+                factory, 64, args.count // 100, DeliveryMode.PERSISTENT
+            ),
             "np x64 threads, one connection": lambda: run_shared(factory, 64, args.count // 64),
             "topic 1->4 (published/s)": lambda: run_topic(factory, args.count // 4),
             "topic 1->4 pipelined (pub/s)": lambda: run_topic(pipelined, args.count),
         }
         for name, fn in scenarios.items():
+            if args.only not in name:
+                continue
             rates = [fn() for _ in range(args.repeat)]
             print(
                 f"{name:30s} median {statistics.median(rates):>8,.0f} msg/s  "
                 f"(min {min(rates):,.0f}, max {max(rates):,.0f}, n={args.repeat})"
             )
+        if args.only not in "latency":
+            return
         lat = run_latency(factory, args.rate, args.latency_seconds)
         print(
             f"latency at {args.rate:,.0f} msg/s offered ({len(lat):,} messages, np): "

@@ -9,6 +9,13 @@ lock. That lock is what makes the broker single-owner: exactly one thread is ins
 at a time. Replies and events leave through callbacks that only append to client buffers
 (they never call back into the broker), so no lock order can deadlock.
 
+Replies are the exception to "callbacks only append": waking the thread that waits for a
+reply is a system call (several microseconds), and a thread woken while the waker still holds
+the lock would only go to sleep again on it. So :meth:`VmTransport._emit` takes the reply's
+waiter out of its table under the lock (exactly once, as before) and queues the pair; whoever
+releases the lock then wakes them all. A reply thus wakes its caller after the deliveries its
+request caused were buffered, as the protocol requires (``commands.py``).
+
 Why not a broker thread that takes requests from a queue? Every request would then cost two
 thread hand-offs (each a GIL hand-over, tens of microseconds); calling under a lock costs a
 lock acquire. The engine is the same either way; the network server (``ternmq.server``) owns
@@ -93,6 +100,8 @@ class EmbeddedBroker:
         self._listening = False
         # One-way requests (acks, credit) wait here until a thread holds the lock; see _post.
         self._posted: collections.deque[Callable[[], None]] = collections.deque()
+        # Replies produced under the lock, resolved by the holder once it let go; see _resolve.
+        self._replies: collections.deque[tuple[PendingReply, c.Reply]] = collections.deque()
 
     @property
     def url(self) -> str:
@@ -177,6 +186,8 @@ class EmbeddedBroker:
             self._drain()  # earlier one-way requests first: per-connection order holds
             broker.handle(conn, req)
             deadline = broker.next_deadline()
+        if self._replies:
+            self._resolve()
         if self._posted:
             self._try_drain()
         if deadline is not None and (self._deadline is None or deadline < self._deadline):
@@ -192,6 +203,8 @@ class EmbeddedBroker:
         """
         with self.lock:
             yield
+        if self._replies:
+            self._resolve()
         if self._posted:
             self._try_drain()
 
@@ -223,6 +236,20 @@ class EmbeddedBroker:
                     self._drain()
             finally:
                 self.lock.release()
+            if self._replies:
+                self._resolve()
+
+    def _resolve(self) -> None:
+        """Wake the callers of the replies queued under the lock (called without it). Every
+        holder calls this after releasing the lock, so none is left behind; two threads doing
+        so at once each wake different callers (deque operations are atomic)."""
+        replies = self._replies
+        while replies:
+            try:
+                pending, reply = replies.popleft()
+            except IndexError:
+                return
+            pending.resolve(reply)
 
     def _drain(self) -> None:
         """Run everything posted so far, in order (the caller holds the lock)."""
@@ -325,8 +352,8 @@ class VmTransport:
             self._on_event(cmd)
             return
         pending = self._pending.pop(cmd.corr, None)  # type: ignore[union-attr]
-        if pending is not None:
-            pending.resolve(cmd)  # type: ignore[arg-type]
+        if pending is not None:  # resolved once the broker lock is free: see the module doc
+            self.embedded._replies.append((pending, cmd))  # type: ignore[arg-type]
 
     def request(self, req: c.Request, timeout: float | None = None) -> c.Reply:
         """Send ``req`` and wait for its reply.

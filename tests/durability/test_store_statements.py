@@ -1,0 +1,78 @@
+"""``SqliteStore`` writes runs of message inserts and deletes as multi-row statements of at
+most ``MAX_ROWS`` rows, the last one padded to a power of two by repeating its last row, and
+a write of a single statement without BEGIN / COMMIT. These tests check that every count of
+rows (around the chunk and padding boundaries) round-trips exactly, with delivery counts,
+and that a failing single-statement write leaves nothing behind (REL-09)."""
+
+from __future__ import annotations
+
+import pathlib
+import sqlite3
+
+import pytest
+
+from ternmq.store import AddMessage, RemoveMessage, SetDeliveryCount
+from ternmq.store.sqlite import MAX_ROWS, SqliteStore
+
+
+def _add(seq: int, dest: str = "queue://Q") -> AddMessage:
+    return AddMessage(dest, seq, f"m{seq}".encode(), seq % 10, seq * 7, seq * 11, f"g{seq % 3}")
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 31, 32, 33, MAX_ROWS - 1, MAX_ROWS, MAX_ROWS + 1, 700])
+def test_runs_of_any_length_round_trip(tmp_path: pathlib.Path, n: int) -> None:
+    """REL-09: ``n`` messages written in one batch come back once each, with every field;
+    removing every other one (another run of multi-row deletes) leaves exactly the rest."""
+    s = SqliteStore(tmp_path / "data")
+    try:
+        s.write([_add(i) for i in range(1, n + 1)])
+        got = s.load().messages.get("queue://Q", [])
+        assert [m.seq for m in got] == list(range(1, n + 1))
+        for m in got:
+            assert (m.data, m.priority, m.expiration, m.delivery_time, m.group_id) == (
+                f"m{m.seq}".encode(),
+                m.seq % 10,
+                m.seq * 7,
+                m.seq * 11,
+                f"g{m.seq % 3}",
+            )
+            assert m.delivery_count == 0
+        s.write([RemoveMessage("queue://Q", i) for i in range(1, n + 1, 2)])
+        left = [m.seq for m in s.load().messages.get("queue://Q", [])]
+        assert left == list(range(2, n + 1, 2))
+    finally:
+        s.close()
+
+
+def test_inserts_with_delivery_counts_round_trip(tmp_path: pathlib.Path) -> None:
+    """A write that adds messages and sets the delivery count of some of them (a redelivery
+    in the same group commit) stores those counts, the others stay 0."""
+    s = SqliteStore(tmp_path / "data")
+    try:
+        n = MAX_ROWS + 5
+        s.write(
+            [_add(i, "queue://R") for i in range(1, n + 1)]
+            + [SetDeliveryCount("queue://R", i, i % 4 + 1) for i in range(1, n + 1, 3)]
+        )
+        got = {m.seq: m.delivery_count for m in s.load().messages["queue://R"]}
+        assert got == {i: (i % 4 + 1 if i % 3 == 1 else 0) for i in range(1, n + 1)}
+    finally:
+        s.close()
+
+
+def test_a_failed_single_statement_write_leaves_nothing(tmp_path: pathlib.Path) -> None:
+    """A write of one statement runs as SQLite's own transaction: if a row in its middle
+    fails (no priority: NOT NULL), none of its rows is stored, and the store takes the next
+    write."""
+    s = SqliteStore(tmp_path / "data")
+    try:
+        s.write([_add(1)])
+        bad = [_add(i) for i in range(2, 40)]
+        bad[20] = AddMessage("queue://Q", 22, b"x", None, 0, 0)  # type: ignore[arg-type]
+        with pytest.raises(sqlite3.IntegrityError):
+            s.write(bad)
+        assert [m.seq for m in s.load().messages["queue://Q"]] == [1]
+        s.write([_add(2)])
+        assert [m.seq for m in s.load().messages["queue://Q"]] == [1, 2]
+    finally:
+        s.close()
