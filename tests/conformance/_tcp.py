@@ -66,7 +66,7 @@ from ternmq.broker.config import BrokerConfig, DestinationPolicy
 from ternmq.server.config import Limits
 from ternmq.server.security import hash_password
 
-Scheme = Literal["tcp", "tls"]
+Scheme = Literal["tcp", "tls", "failover"]
 
 POOL_SIZE = 6  # warm default servers kept ready or starting
 START_TIMEOUT = 30.0  # interpreter start-up and imports on a loaded 2-core machine
@@ -231,9 +231,12 @@ class ServerBroker:
     # ---- what tests use --------------------------------------------------------------
     @property
     def url(self) -> str:
-        """``tcp://127.0.0.1:PORT``, or ``tls://...?cafile=CERT`` when ``scheme`` is tls."""
+        """``tcp://127.0.0.1:PORT``, or ``tls://...?cafile=CERT`` when ``scheme`` is tls, or
+        ``failover:(tcp://127.0.0.1:PORT)`` (automatic reconnect) when it is failover."""
         if not self.ports:
             return ""
+        if self.scheme == "failover":
+            return f"failover:(tcp://127.0.0.1:{self.ports['tcp']})"
         if self.scheme == "tls":
             assert self._tls is not None, "this server has no TLS listener"
             return f"tls://127.0.0.1:{self.ports['tls']}?cafile={self._tls.cert}"
@@ -419,6 +422,8 @@ class ThreadServerBroker:
     @property
     def url(self) -> str:
         """As :attr:`ServerBroker.url`."""
+        if self.scheme == "failover":
+            return f"failover:(tcp://127.0.0.1:{self.ports['tcp']})"
         if self.scheme == "tls":
             assert self._tls is not None, "this server has no TLS listener"
             return f"tls://127.0.0.1:{self.ports['tls']}?cafile={self._tls.cert}"

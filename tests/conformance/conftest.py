@@ -4,9 +4,13 @@ The suite is written once and runs over every transport and store: the ``transpo
 parameter lists them — ``vm`` (embedded broker, in-memory store), ``vm+sqlite`` (embedded
 broker on the durable SQLite store in a fresh data directory), ``tcp`` (a ``ternmq serve``
 process per broker on its SQLite store, reached over a real socket: see ``_tcp.py``) and, for
-the modules marked ``@pytest.mark.also_tls``, ``tls`` (the same server's TLS listener). Tests
-that cannot run over the network (the fake clock) are marked ``@pytest.mark.vm_only("why")``
-and deselected for tcp and tls; the run ends with their count. Tests ask for ``factory`` (a
+the modules marked ``@pytest.mark.also_tls``, ``tls`` (the same server's TLS listener), and
+for those marked ``@pytest.mark.also_failover``, ``failover`` (``failover:(tcp://...)``: the
+automatic-reconnect client over the same server, which must change nothing while the link
+holds). A test that drives time with the fake clock gets, over the network, the same server
+on a thread of the test process (``ThreadServerBroker``). Tests that cannot run over the
+network are marked ``@pytest.mark.vm_only("why")`` and deselected there; the run ends with
+their count. Tests ask for ``factory`` (a
 ConnectionFactory to a fresh broker), ``broker`` (that broker, for settings and restarts),
 ``crash_broker`` (one that can crash), or ``fake_broker`` / ``fake_factory`` / ``clock`` when
 time must be controlled; ``connect`` opens connections that are closed after the test. Plain
@@ -31,7 +35,7 @@ from ._helpers import Connect, CrashBroker
 from ._tcp import ServerBroker, ServerPool, ThreadServerBroker
 
 TRANSPORTS = ["vm", "vm+sqlite", "tcp"]
-NETWORK = ("tcp", "tls")
+NETWORK = ("tcp", "tls", "failover")
 
 
 def _name() -> str:
@@ -41,6 +45,10 @@ def _name() -> str:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "also_tls: a conformance module that also runs over tls:// (see conftest.py)"
+    )
+    config.addinivalue_line(
+        "markers",
+        "also_failover: a conformance module that also runs over a failover:(tcp://...) URL",
     )
 
 
@@ -52,7 +60,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     out and the server pool refills between them."""
     if "transport" in metafunc.fixturenames:
         tls = metafunc.definition.get_closest_marker("also_tls") is not None
-        metafunc.parametrize("transport", [*TRANSPORTS, *(["tls"] if tls else [])], indirect=True)
+        failover = metafunc.definition.get_closest_marker("also_failover") is not None
+        extra = [*(["tls"] if tls else []), *(["failover"] if failover else [])]
+        metafunc.parametrize("transport", [*TRANSPORTS, *extra], indirect=True)
 
 
 @pytest.fixture
@@ -94,12 +104,12 @@ def make_broker(
             monkeypatch.setattr("ternmq.transport.tcp.SystemClock", lambda: clock)
             thread_server = ThreadServerBroker(tmp_path_factory.mktemp("srv"), settings, pool.tls)
             started.append(thread_server)
-            thread_server.scheme = "tls" if transport == "tls" else "tcp"
+            thread_server.scheme = transport  # type: ignore[assignment]  # one of NETWORK
             return thread_server.start()  # type: ignore[return-value]  # duck-typed
         if pool is not None:
             server = pool.new(settings) if settings else pool.take()
             started.append(server)
-            server.scheme = "tls" if transport == "tls" else "tcp"
+            server.scheme = transport  # type: ignore[assignment]  # one of NETWORK
             return server  # type: ignore[return-value]  # duck-types the test-facing part
         if transport == "vm+sqlite" and "store" not in settings and "data_dir" not in settings:
             settings["data_dir"] = str(tmp_path_factory.mktemp("data"))

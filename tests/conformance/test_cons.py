@@ -28,6 +28,8 @@ from ternmq.transport.vm import EmbeddedBroker
 
 from ._helpers import Q, R, Worker, browse_via, marks, send_via, text, wait_for
 
+pytestmark = pytest.mark.also_failover  # also over failover:(tcp://...)
+
 WAIT = 5.0  # upper bound for "expect something"
 QUIET = 0.3  # real wait for "expect nothing"
 

@@ -27,7 +27,8 @@ from ternmq import (
 from ternmq.broker.clock import FakeClock
 from ternmq.client import Connection
 
-pytestmark = pytest.mark.also_tls  # also over tls://, the server's TLS listener
+# also over tls:// (the server's TLS listener) and failover:(tcp://...) (automatic reconnect)
+pytestmark = [pytest.mark.also_tls, pytest.mark.also_failover]
 
 
 def _pair(conn: Connection, dest: Queue | Topic, mode: int = Session.AUTO_ACKNOWLEDGE) -> Any:

@@ -39,7 +39,8 @@ from ._helpers import (
     texts,
 )
 
-pytestmark = pytest.mark.also_tls  # also over tls://, the server's TLS listener
+# also over tls:// (the server's TLS listener) and failover:(tcp://...) (automatic reconnect)
+pytestmark = [pytest.mark.also_tls, pytest.mark.also_failover]
 
 NOTHING = 0.1  # seconds a "receives nothing" check waits (drain() waits as long)
 WAIT = 2.0  # seconds a "receives a message" check may wait (receive() too)

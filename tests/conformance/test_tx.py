@@ -45,6 +45,8 @@ from ._helpers import (
     text,
 )
 
+pytestmark = pytest.mark.also_failover  # also over failover:(tcp://...)
+
 NOTHING = 0.05  # seconds a receive waits when nothing must arrive
 WAIT = 5.0  # upper bound for something that must arrive (returns as soon as it does)
 
