@@ -393,11 +393,11 @@ class ServerBroker:
         _reap(proc)
 
 
-class ThreadServerBroker:
+class ThreadServerBroker(ServerBroker):
     """The server of :class:`ServerBroker` on a thread of the test process, driven by the
-    test's fake clock (``settings["clock"]``): same surface (``url``, ``scheme``, ``start()``
-    again on the same ports and data directory, ``stop()``, ``kill()`` (a stop: a thread
-    cannot crash), ``close()``), same generated config.
+    test's fake clock (``settings["clock"]``): same surface and generated config; ``start()``
+    again uses the same ports and data directory; ``kill()`` and ``close()`` are a graceful
+    stop (a thread cannot crash).
 
     Args:
         workdir: an empty directory of its own.
@@ -408,26 +408,14 @@ class ThreadServerBroker:
     def __init__(
         self, workdir: pathlib.Path, settings: Mapping[str, Any], tls: TlsFiles | None
     ) -> None:
-        self.workdir = workdir
-        self.scheme: Scheme = "tcp"
-        self._settings = dict(settings)
-        self._clock = self._settings.pop("clock")
-        self._tls = tls
-        _, data_dir = server_toml(self._settings, tls=tls)
-        self.data_dir = pathlib.Path(data_dir) if data_dir else workdir / "data"
-        self.config_path = workdir / "server.toml"
-        self.ports: dict[str, int] = {}
+        settings = dict(settings)
+        self._clock = settings.pop("clock")
+        super().__init__(workdir, settings, tls)
         self._thread: Any = None
 
     @property
-    def url(self) -> str:
-        """As :attr:`ServerBroker.url`."""
-        if self.scheme == "failover":
-            return f"failover:(tcp://127.0.0.1:{self.ports['tcp']})"
-        if self.scheme == "tls":
-            assert self._tls is not None, "this server has no TLS listener"
-            return f"tls://127.0.0.1:{self.ports['tls']}?cafile={self._tls.cert}"
-        return f"tcp://127.0.0.1:{self.ports['tcp']}"
+    def running(self) -> bool:
+        return self._thread is not None
 
     def start(self) -> ThreadServerBroker:
         """Start (again, on the same ports and data directory); a no-op while running."""
@@ -453,8 +441,13 @@ class ThreadServerBroker:
         if thread is not None:
             thread.stop()
 
-    kill = stop
-    close = stop
+    def kill(self) -> None:
+        """As :meth:`stop`."""
+        self.stop()
+
+    def close(self) -> None:
+        """As :meth:`stop`."""
+        self.stop()
 
 
 def _popen(argv: list[str], log: IO[bytes]) -> subprocess.Popen[bytes]:

@@ -121,7 +121,7 @@ def make_broker(
         yield make
     finally:
         for b in started:
-            if isinstance(b, (ServerBroker, ThreadServerBroker)):
+            if isinstance(b, ServerBroker):
                 b.close()
             else:
                 b.stop()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -59,6 +59,21 @@ def _cut_and_wait(proxy: Proxy, caplog: pytest.LogCaptureFixture) -> None:
     while caplog.text.count("reconnecting") == seen:
         assert time.monotonic() < deadline, "the client did not notice the cut"
         time.sleep(0.01)
+
+
+def _cut_in_flight(proxy: Proxy, lost: str, call: Callable[[], None]) -> threading.Thread:
+    """Run ``call`` on a thread while the proxy swallows the request (``lost="request"``)
+    or the reply (``"reply"``), then cut the link with it in flight; the thread."""
+    if lost == "request":
+        proxy.drop_up = True
+    else:
+        proxy.drop_down = True
+    thread = threading.Thread(target=call)
+    thread.start()
+    proxy.wait_dropped()
+    proxy.drop_up = proxy.drop_down = False
+    proxy.cut()
+    return thread
 
 
 def _drain(conn_factory: ConnectionFactory, queue: str, timeout: float = 0.5) -> list[str]:
@@ -191,16 +206,7 @@ def test_conn_30_in_doubt_persistent_send_raises(serve: Serve, proxies, lost: st
             except JMSException as exc:
                 errors.append(exc)
 
-        if lost == "request":
-            proxy.drop_up = True
-        else:
-            proxy.drop_down = True
-        sender = threading.Thread(target=send)
-        sender.start()
-        proxy.wait_dropped()
-        proxy.drop_up = proxy.drop_down = False
-        proxy.cut()
-        sender.join(20)
+        _cut_in_flight(proxy, lost, send).join(20)
         assert len(errors) == 1
         assert "unknown" in str(errors[0]) and "JMS_TernMQ_DuplicateID" in str(errors[0])
         producer.send(session.create_text_message("next"))  # the connection works again
@@ -472,15 +478,7 @@ def test_conn_30_in_doubt_send_with_duplicate_id_is_resent_once(
                 outcome.append(exc)
                 done.set()
 
-        if lost == "request":
-            proxy.drop_up = True
-        else:
-            proxy.drop_down = True
-        sender = threading.Thread(target=send)
-        sender.start()
-        proxy.wait_dropped()
-        proxy.drop_up = proxy.drop_down = False
-        proxy.cut()
+        sender = _cut_in_flight(proxy, lost, send)
         assert done.wait(30)
         sender.join(10)
         assert outcome == ["completed"]
