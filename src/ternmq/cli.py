@@ -410,6 +410,7 @@ def _cmd_stat(args: argparse.Namespace) -> int:
         "enqueued",
         "dequeued",
         "paged",
+        "duplicates",
     )
     rows: list[tuple[str, ...]] = [header]
     for d in stats:
@@ -423,6 +424,7 @@ def _cmd_stat(args: argparse.Namespace) -> int:
                 str(d.enqueued),
                 str(d.dequeued),
                 str(d.paged),
+                str(d.duplicates),
             )
         )
         for s in d.subscriptions:
@@ -433,6 +435,7 @@ def _cmd_stat(args: argparse.Namespace) -> int:
                     str(s.depth),
                     str(s.in_flight),
                     str(s.consumers),
+                    "",
                     "",
                     "",
                     "",

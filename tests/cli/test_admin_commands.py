@@ -118,10 +118,11 @@ def test_stat_table(capsys: pytest.CaptureFixture[str], broker: EmbeddedBroker) 
             "enqueued",
             "dequeued",
             "paged",
+            "duplicates",
         ]
         t = _table(r.out)
-        assert t["queue://orders"] == ["queue://orders", "queue", "5", "1", "1", "5", "0", "0"]
-        assert t["topic://prices"] == ["topic://prices", "topic", "2", "0", "1", "2", "0", "0"]
+        assert t["queue://orders"] == ["queue://orders", "queue", "5", "1", "1", "5", "0", "0", "0"]
+        assert t["topic://prices"] == ["topic://prices", "topic", "2", "0", "1", "2", "0", "0", "0"]
         assert t["sub audit:eu"] == ["sub", "audit:eu", "durable", "2", "0", "0"]
         nd = [v for k2, v in t.items() if k2.startswith("sub nd:")]
         assert len(nd) == 1 and nd[0][2:] == ["none", "0", "0", "1"]
@@ -132,6 +133,32 @@ def test_stat_table(capsys: pytest.CaptureFixture[str], broker: EmbeddedBroker) 
             next(x for x in lines if x.startswith("topic://prices"))
         )
         plain.close()
+
+
+def test_stat_counts_dropped_duplicates_psf_09(
+    capsys: pytest.CaptureFixture[str], broker: EmbeddedBroker
+) -> None:
+    """PSF-09: ``ternmq stat`` shows how many sends each destination dropped as duplicates."""
+    with ConnectionFactory(broker.url).create_connection() as conn:
+        s = conn.create_session()
+        producer = s.create_producer(Queue("once"))
+        for _ in range(3):
+            m = s.create_text_message("x")
+            m.set_string_property("JMS_TernMQ_DuplicateID", "same")
+            producer.send(m)
+    r = run(capsys, broker.url, "stat", "queue://once")
+    assert r.code == 0, r.err
+    assert _table(r.out)["queue://once"] == [
+        "queue://once",
+        "queue",
+        "1",
+        "0",
+        "0",
+        "1",
+        "0",
+        "0",
+        "2",
+    ]
 
 
 def test_stat_one_destination_and_json(
