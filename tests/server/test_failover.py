@@ -483,3 +483,34 @@ def test_conn_30_in_doubt_send_with_duplicate_id_is_resent_once(
         sender.join(10)
         assert outcome == ["completed"]
     assert _drain(ConnectionFactory(f"tcp://127.0.0.1:{server.port}"), "fo.dedup") == ["once"]
+
+
+def test_conn_30_half_open_link_is_detected_by_heartbeats_then_replaced(
+    serve: Serve, proxies, caplog: pytest.LogCaptureFixture
+) -> None:
+    """CONN-30 with heartbeats: the network goes silent without closing anything (a
+    half-open link). The client declares the link dead within two heartbeat intervals and
+    reconnects once the network is back; the message the old link held comes again, after
+    the broker has timed out the old connection too."""
+    caplog.set_level(logging.WARNING, "ternmq.client")
+    server = serve("[limits]\nheartbeat = 0.5\n")
+    proxy = _proxy(proxies, server.port)
+    url = f"failover:(tcp://127.0.0.1:{proxy.port}?heartbeat=0.5)?{FAST}"
+    with ConnectionFactory(url).create_connection() as conn:
+        conn.start()
+        session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        consumer = session.create_consumer(Queue("fo.silent"))
+        session.create_producer(Queue("fo.silent")).send(session.create_text_message("held"))
+        assert consumer.receive(5).get_body(str) == "held"
+        proxy.drop_up = proxy.drop_down = True  # silence, no FIN, no RST
+        silent = time.monotonic()
+        deadline = silent + 10
+        while "reconnecting" not in caplog.text:
+            assert time.monotonic() < deadline, "the silent link was not detected"
+            time.sleep(0.02)
+        detected = time.monotonic() - silent
+        proxy.drop_up = proxy.drop_down = False
+        again = consumer.receive(20)
+        assert again is not None and again.get_body(str) == "held" and again.jms_redelivered
+        again.acknowledge()
+        assert detected < 5  # two intervals (1 s) plus scheduling slack on a loaded machine
