@@ -386,3 +386,28 @@ def test_stage_refuses_bad_destinations(factory: ConnectionFactory) -> None:
             stage(conn, "b", 0, "t", [(Queue("ok-dest"), _text("a")), (tmp, _text("b"))])
         with pytest.raises(IllegalStateException, match="unknown"):
             commit_staged(conn, "b", 0, ["t"])
+
+
+def test_abandoned_staged_transactions_are_aborted_after_staged_timeout(
+    make_broker: MakeBroker, clock: FakeClock
+) -> None:
+    """A staged transaction that goes ``staged_timeout`` without a Stage (its writer died and
+    its sink never commits again) is aborted by the reaper, for good (a restart does not
+    bring it back); one that is still being staged to is kept."""
+    broker = make_broker(clock=clock, staged_timeout=60, expiry_scan_interval=10)
+    out = Queue("stage-timeout")
+    with ConnectionFactory(broker.url).create_connection() as conn:
+        stage(conn, "dead", 0, "old", [(out, _text("abandoned"))])
+        stage(conn, "live", 0, "young", [(out, _text("kept"))])
+        clock.advance(40)
+        stage(conn, "live", 0, "young", [(out, _text("kept too"))])  # touched again
+        clock.advance(30)  # "old" is 70 s untouched, "young" 30 s
+    broker.stop()
+    broker.start()
+    with ConnectionFactory(broker.url).create_connection() as conn:
+        conn.start()
+        consumer = conn.create_session().create_consumer(out)
+        with pytest.raises(IllegalStateException, match="unknown"):
+            commit_staged(conn, "dead", 0, ["old"])
+        assert commit_staged(conn, "live", 0, ["young"]).published == 2
+        assert [text_or_none(m) for m in drain(consumer)] == ["kept", "kept too"]

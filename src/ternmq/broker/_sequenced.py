@@ -30,7 +30,9 @@ may use them:
   orphans of failed or killed attempts and are dropped with it.
 
 Staged messages are held in broker memory as well as in the store until their batch is
-committed or aborted (they do not count against the memory limits).
+committed or aborted (they do not count against the memory limits). A staged transaction
+that goes ``staged_timeout`` seconds without a ``Stage`` (its writer died and its sink never
+commits again) is aborted by the reaper (:func:`sweep_staged`), with a warning in the log.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import dataclasses
 import gc
 import heapq
 import itertools
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -58,7 +61,9 @@ from ternmq.store import AddStaged, RemoveMessage, RemoveRange, RemoveStaged, Se
 if TYPE_CHECKING:
     from ternmq.broker.engine import Broker, BrokerConnection
 
-__all__ = ["HANDLERS", "SEQ_RESERVE_BLOCK", "StagedTx"]
+__all__ = ["HANDLERS", "SEQ_RESERVE_BLOCK", "StagedTx", "sweep_staged"]
+
+log = logging.getLogger("ternmq.broker")
 
 # Sequence numbers a durable destination reserves in the store at a time; a new reservation
 # is written when half of the previous one is used, long before it runs out.
@@ -76,6 +81,7 @@ class StagedTx:
     sink_id: str
     batch_id: int
     sends: list[c.StagedSend] = dataclasses.field(default_factory=list)
+    touched_ms: int = 0  # the last Stage (or the broker's start, for a recovered one)
 
 
 # ---- finding the log ---------------------------------------------------------------------
@@ -266,7 +272,9 @@ def on_stage(broker: Broker, conn: BrokerConnection, req: c.Stage) -> c.Reply:
         # One store operation for the whole request (a store keeps it as one record).
         broker._ops.append(AddStaged(req.txid, req.sink_id, req.batch_id, len(tx.sends), sends))
         tx.sends.extend(sends)
+    tx.touched_ms = broker.clock.now_ms()
     broker._staged[req.txid] = tx
+    broker._arm_reaper(tx.touched_ms)
     return c.Ok(corr=req.corr, value=str(len(tx.sends)))
 
 
@@ -333,6 +341,29 @@ def on_abort_staged(broker: Broker, conn: BrokerConnection, req: c.AbortStaged) 
         if broker._staged.pop(t, None) is not None:
             broker._ops.append(RemoveStaged(t))
     return c.Ok(corr=req.corr)
+
+
+def sweep_staged(broker: Broker, now: int) -> bool:
+    """Abort every staged transaction untouched for ``staged_timeout``; True while some
+    remain (the reaper comes back for them)."""
+    timeout = broker.config.staged_timeout
+    if not broker._staged or timeout <= 0:
+        return False
+    limit = now - round(timeout * 1000)
+    for t, tx in list(broker._staged.items()):
+        if tx.touched_ms <= limit:
+            del broker._staged[t]
+            broker._ops.append(RemoveStaged(t))
+            log.warning(
+                "aborted staged transaction %r of sink %r batch %d (%d messages): no Stage "
+                "for %g s (staged_timeout)",
+                t,
+                tx.sink_id,
+                tx.batch_id,
+                len(tx.sends),
+                timeout,
+            )
+    return bool(broker._staged)
 
 
 HANDLERS: dict[type, Callable[[Broker, BrokerConnection, Any], c.Reply | None]] = {

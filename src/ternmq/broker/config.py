@@ -72,6 +72,11 @@ class BrokerConfig:
         policies: per-destination policies, keyed by ``queue://NAME`` / ``topic://NAME``.
         max_memory_bytes: broker-wide limit of message bytes held (0 = unlimited).
         expiry_scan_interval: seconds between two runs of the expiry reaper (PSF-05).
+        staged_timeout: seconds a staged transaction (the Spark sink's two-phase publish)
+            may go without a ``Stage`` before the broker aborts it as abandoned: a writer
+            that died and whose sink never commits again would otherwise keep it on disk
+            and in memory for ever (0 = never). Checked by the reaper, so an abort comes up
+            to ``expiry_scan_interval`` later.
         max_message_bytes: largest encoded message accepted.
         max_connections: connection limit (0 = unlimited).
         groups: dispatch by ``JMSXGroupID`` (PSF-03).
@@ -87,6 +92,7 @@ class BrokerConfig:
     policies: dict[str, DestinationPolicy] = dataclasses.field(default_factory=dict)
     max_memory_bytes: int = 512 * 1024 * 1024
     expiry_scan_interval: float = 30.0
+    staged_timeout: float = 24 * 3600.0
     max_message_bytes: int = 16 * 1024 * 1024
     max_connections: int = 0
     groups: bool = True

@@ -32,7 +32,7 @@ import msgspec
 from ternmq._version import __version__
 from ternmq.broker._dedup import DuplicateIds
 from ternmq.broker._queue import GONE, INFLIGHT, Entry, MessageQueue, Stored
-from ternmq.broker._sequenced import HANDLERS, SEQ_RESERVE_BLOCK, StagedTx
+from ternmq.broker._sequenced import HANDLERS, SEQ_RESERVE_BLOCK, StagedTx, sweep_staged
 from ternmq.broker.clock import Clock, SystemClock
 from ternmq.broker.config import BrokerConfig
 from ternmq.destination import Destination, TemporaryQueue, TemporaryTopic, destination
@@ -1437,8 +1437,13 @@ class Broker:
         q = self.queues.get(dest)
         return q if q is not None else self._new_queue(dest)
 
+    def _arm_reaper(self, now: int) -> None:
+        """Make sure the reaper runs within ``expiry_scan_interval`` of ``now``."""
+        if self._reaper_due is None:
+            self._reaper_due = now + round(self.config.expiry_scan_interval * 1000)
+
     def _reap(self, now: int) -> None:
-        pending = False
+        pending = sweep_staged(self, now)
         for q in list(self.queues.values()) + [
             sub.queue for subs in self.topics.values() for sub in subs
         ]:
@@ -1576,7 +1581,8 @@ class Broker:
         for r in state.staged:
             tx = self._staged.get(r.txid)
             if tx is None:
-                tx = self._staged[r.txid] = StagedTx(r.sink_id, r.batch_id)
+                tx = self._staged[r.txid] = StagedTx(r.sink_id, r.batch_id, touched_ms=now)
+                self._arm_reaper(now)
             tx.sends.append(
                 c.StagedSend(
                     destination=r.destination,
