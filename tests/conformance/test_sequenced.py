@@ -26,6 +26,7 @@ from ternmq.errors import (
     IllegalStateException,
     InvalidDestinationException,
     InvalidSelectorException,
+    ResourceAllocationException,
 )
 from ternmq.message import DeliveryMode, TextMessage
 from ternmq.message.codec import decode_message
@@ -411,3 +412,27 @@ def test_abandoned_staged_transactions_are_aborted_after_staged_timeout(
             commit_staged(conn, "dead", 0, ["old"])
         assert commit_staged(conn, "live", 0, ["young"]).published == 2
         assert [text_or_none(m) for m in drain(consumer)] == ["kept", "kept too"]
+
+
+def test_staged_messages_count_against_the_memory_limit(make_broker: MakeBroker) -> None:
+    """Staged messages are held in memory, so they count against ``max_memory_bytes``: a
+    Stage past it is refused with ResourceAllocationException (the broker stays up), an
+    abort makes room again, and a commit frees its share before publishing, so the
+    published copies are not counted twice."""
+    broker = make_broker(max_memory_bytes=20_000)
+    out = Queue("stage-memory")
+    big = "x" * 4000
+
+    def batch() -> list[tuple[Queue, TextMessage]]:
+        return [(out, _text(big)) for _ in range(3)]  # about 12,000 bytes
+
+    with ConnectionFactory(broker.url).create_connection() as conn:
+        stage(conn, "m", 0, "a", batch())
+        with pytest.raises(ResourceAllocationException, match="max_memory_bytes"):
+            stage(conn, "m", 0, "b", batch())
+        abort_staged(conn, ["a"])
+        stage(conn, "m", 0, "b", batch())
+        assert commit_staged(conn, "m", 0, ["b"]).published == 3
+        conn.start()
+        consumer = conn.create_session().create_consumer(out)
+        assert len(drain(consumer)) == 3

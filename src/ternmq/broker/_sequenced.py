@@ -30,7 +30,10 @@ may use them:
   orphans of failed or killed attempts and are dropped with it.
 
 Staged messages are held in broker memory as well as in the store until their batch is
-committed or aborted (they do not count against the memory limits). A staged transaction
+committed or aborted, and count against ``max_memory_bytes`` (``Broker.staged_bytes``): a
+``Stage`` that would pass it is refused with ResourceAllocationException, and sends see the
+broker as fuller by that much. A commit frees its transactions' share before it publishes
+their messages, which then count as held messages. A staged transaction
 that goes ``staged_timeout`` seconds without a ``Stage`` (its writer died and its sink never
 commits again) is aborted by the reaper (:func:`sweep_staged`), with a warning in the log.
 """
@@ -82,6 +85,7 @@ class StagedTx:
     batch_id: int
     sends: list[c.StagedSend] = dataclasses.field(default_factory=list)
     touched_ms: int = 0  # the last Stage (or the broker's start, for a recovered one)
+    bytes: int = 0  # message bytes it holds in memory (part of Broker.staged_bytes)
 
 
 # ---- finding the log ---------------------------------------------------------------------
@@ -266,12 +270,23 @@ def on_stage(broker: Broker, conn: BrokerConnection, req: c.Stage) -> c.Reply:
                 raise InvalidDestinationException(f"{dest} is temporary: it cannot be staged to")
             checked.add(send.destination)
     sends = req.messages
+    size = sum(len(send.message) for send in sends)
+    limit = broker.config.max_memory_bytes
+    if limit and broker.total_bytes + broker.staged_bytes + size > limit:
+        raise ResourceAllocationException(
+            f"staging {len(sends)} messages ({size} bytes) would take the broker past "
+            f"max_memory_bytes ({limit}; {broker.staged_bytes} bytes staged, "
+            f"{broker.total_bytes} held): commit or abort staged batches, write smaller "
+            "batches, or raise the limit"
+        )
     if broker.populate_user_id:
         sends = [broker._stamp_user(conn, send) for send in sends]  # PROP-23
     if sends:
         # One store operation for the whole request (a store keeps it as one record).
         broker._ops.append(AddStaged(req.txid, req.sink_id, req.batch_id, len(tx.sends), sends))
         tx.sends.extend(sends)
+        tx.bytes += size
+        broker.staged_bytes += size
     tx.touched_ms = broker.clock.now_ms()
     broker._staged[req.txid] = tx
     broker._arm_reaper(tx.touched_ms)
@@ -314,6 +329,9 @@ def on_commit_staged(broker: Broker, conn: BrokerConnection, req: c.CommitStaged
         )
         if pause:
             gc.disable()
+        # The messages leave staging as they are published: their bytes count once.
+        freed = {t: broker._staged[t].bytes for t in req.txids}
+        broker.staged_bytes -= sum(freed.values())
         try:
             published = broker._publish_all(
                 conn,
@@ -324,23 +342,35 @@ def on_commit_staged(broker: Broker, conn: BrokerConnection, req: c.CommitStaged
                 ),
                 f"batch {req.batch_id} of sink {req.sink_id!r} was not published",
             )
+        except JMSException:
+            broker.staged_bytes += sum(freed.values())
+            raise
         finally:
             if pause:
                 gc.enable()
+        for t in req.txids:
+            broker._staged[t].bytes = 0
         broker._sinks[req.sink_id] = req.batch_id
         broker._ops.append(SetSinkBatch(req.sink_id, req.batch_id))
     for t, tx in list(broker._staged.items()):
         if t in named or (tx.sink_id == req.sink_id and tx.batch_id <= req.batch_id):
-            del broker._staged[t]
-            broker._ops.append(RemoveStaged(t))
+            _drop(broker, t)
     return c.StagedResult(corr=req.corr, published=published, duplicate=duplicate)
 
 
 def on_abort_staged(broker: Broker, conn: BrokerConnection, req: c.AbortStaged) -> c.Reply:
     for t in req.txids:
-        if broker._staged.pop(t, None) is not None:
-            broker._ops.append(RemoveStaged(t))
+        _drop(broker, t)
     return c.Ok(corr=req.corr)
+
+
+def _drop(broker: Broker, txid: str) -> StagedTx | None:
+    """Forget a staged transaction, in memory and in the store; the one dropped, if any."""
+    tx = broker._staged.pop(txid, None)
+    if tx is not None:
+        broker.staged_bytes -= tx.bytes
+        broker._ops.append(RemoveStaged(txid))
+    return tx
 
 
 def sweep_staged(broker: Broker, now: int) -> bool:
@@ -352,8 +382,7 @@ def sweep_staged(broker: Broker, now: int) -> bool:
     limit = now - round(timeout * 1000)
     for t, tx in list(broker._staged.items()):
         if tx.touched_ms <= limit:
-            del broker._staged[t]
-            broker._ops.append(RemoveStaged(t))
+            _drop(broker, t)
             log.warning(
                 "aborted staged transaction %r of sink %r batch %d (%d messages): no Stage "
                 "for %g s (staged_timeout)",

@@ -236,6 +236,7 @@ class Broker:
         # transactions by txid, last committed batch per sink.
         self._reserved: dict[str, int] = {}
         self._staged: dict[str, StagedTx] = {}
+        self.staged_bytes = 0  # message bytes of staged transactions (they count as memory)
         self._sinks: dict[str, int] = {}
         self.total_bytes = 0
         self.recovered: dict[str, int] = {}  # what _recover found (the host logs it)
@@ -886,7 +887,7 @@ class Broker:
     def _full(self, targets: list[MessageQueue], size: int) -> MessageQueue | None:
         """The first target that cannot take ``size`` more bytes, or None (PSF-07)."""
         limit = self.config.max_memory_bytes
-        if limit and targets and self.total_bytes + size * len(targets) > limit:
+        if limit and targets and self.total_bytes + self.staged_bytes + size * len(targets) > limit:
             return targets[0]
         for q in targets:
             mx = q.policy.max_bytes
@@ -1595,6 +1596,8 @@ class Broker:
                     group_seq=r.group_seq,
                 )
             )
+            tx.bytes += len(r.data)
+            self.staged_bytes += len(r.data)
         for rec in state.subscriptions:
             topic = destination(rec.topic)
             selector = compile_selector(rec.selector)
