@@ -866,8 +866,11 @@ class Broker:
             self._to_page.append(stored)
         now = self.clock.now_ms()
         entries = [self._enqueue(q, stored, now, paged) for q in targets]
-        if stored.persistent and any(q.durable for q in targets):
-            self._unstored.extend(entries)  # every copy goes if the store refuses it
+        if stored.persistent:
+            for q in targets:  # a loop, not any(generator): this runs once per message
+                if q.durable:
+                    self._unstored.extend(entries)  # every copy goes if the store refuses it
+                    break
 
     def _publish_all(
         self,
