@@ -77,23 +77,26 @@ def add(dest: str, seq: int, data: bytes = b"x", **kw: object) -> AddMessage:
 
 
 class Completions:
-    """A completion callback that records ``(token, error)`` and can hold the writer thread
-    inside the callback for ``hold_token`` until :meth:`release` (so that batches submitted
+    """A completion callback that records ``(token, error)`` per batch (and each call's
+    tokens: one group commit per call), and can hold the writer thread inside the callback
+    for the group holding ``hold_token`` until :meth:`release` (so that batches submitted
     meanwhile queue up behind a write in flight)."""
 
     def __init__(self, hold_token: int | None = None) -> None:
         self.done: list[tuple[int, BaseException | None]] = []
+        self.calls: list[list[int]] = []
         self.hold_token = hold_token
         self.holding = threading.Event()
         self._gate = threading.Event()
         self._cond = threading.Condition()
 
-    def __call__(self, token: int, error: BaseException | None) -> None:
-        if token == self.hold_token:
+    def __call__(self, tokens: list[int], error: BaseException | None) -> None:
+        if self.hold_token in tokens:
             self.holding.set()
             self._gate.wait(WAIT)
         with self._cond:
-            self.done.append((token, error))
+            self.calls.append(list(tokens))
+            self.done.extend((token, error) for token in tokens)
             self._cond.notify_all()
 
     def release(self) -> None:
@@ -290,7 +293,8 @@ def test_load_orders_messages_by_sequence_number(store: SqliteStore) -> None:
 # ---- SqliteStore: group commit and the writer thread ---------------------------------------
 def test_batches_submitted_during_a_write_share_one_commit(store: SqliteStore) -> None:
     """Group commit: while one write is in flight, 50 more batches queue up; they are written
-    in one transaction (one fsync), so there are fewer commits than batches."""
+    in one transaction (one fsync), so there are fewer commits than batches, and each commit
+    is reported in one call of the completion callback, its tokens in order."""
     done = Completions(hold_token=0)
     store.set_completion(done)
     store.submit([add("queue://Q", 1)], 0)
@@ -302,6 +306,8 @@ def test_batches_submitted_during_a_write_share_one_commit(store: SqliteStore) -
     assert store.batches == 51
     assert store.commits < store.batches
     assert store.commits <= 3, f"{store.commits} commits for 51 batches"
+    assert len(done.calls) == store.commits
+    assert [t for call in done.calls for t in call] == list(range(51))
     assert len(store.load().messages["queue://Q"]) == 51
 
 

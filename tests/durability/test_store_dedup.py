@@ -86,7 +86,7 @@ def test_psf_09_sqlite_writes_the_id_with_its_message_in_one_group_commit(
     data_dir = tmp_path / "data"
     s = SqliteStore(data_dir)
     done: list[tuple[int, BaseException | None]] = []
-    s.set_completion(lambda token, error: done.append((token, error)))
+    s.set_completion(lambda tokens, error: done.extend((t, error) for t in tokens))
     batches: list[list[Op]] = [
         [_add("queue://Q", n), AddDuplicateId("queue://Q", n, f"id-{n}", n - 10)]
         for n in range(1, 6)

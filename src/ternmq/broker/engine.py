@@ -220,7 +220,10 @@ class Broker:
         self._tokens = itertools.count(1)
         self._to_page: list[Stored] = []
         self._unstored: list[Entry] = []  # entries whose message this batch makes durable
-        self._completed: collections.deque[tuple[int, BaseException | None]] = collections.deque()
+        # Group commits reported by the store's thread, not yet applied: (tokens, error).
+        self._completed: collections.deque[tuple[list[int], BaseException | None]] = (
+            collections.deque()
+        )
         self._completion_posted = False
         self._out: list[tuple[BrokerConnection, c.Command]] = []
         self._dirty: set[MessageQueue] = set()
@@ -260,10 +263,10 @@ class Broker:
         transport posts it behind its lock); the default runs it at once."""
         fn()
 
-    def _on_store_completion(self, token: int, error: BaseException | None) -> None:
-        # Called on the store's thread. Completions of one group commit arrive together:
-        # queue them and enter the owner context once for all of them.
-        self._completed.append((token, error))
+    def _on_store_completion(self, tokens: list[int], error: BaseException | None) -> None:
+        # Called on the store's thread, once per group commit. Should the owner be slow to
+        # run the first, later reports queue behind it and enter the owner context with it.
+        self._completed.append((tokens, error))
         if not self._completion_posted:
             self._completion_posted = True
             self.run_in_owner(self._apply_completions)
@@ -271,13 +274,24 @@ class Broker:
     def _apply_completions(self) -> None:
         self._completion_posted = False
         completed = self._completed
-        pending = self._pending
+        if not completed:
+            return
+        # One pass over the pending output for every report queued so far: tokens are
+        # increasing in both (batches are reported in submission order), and most reports
+        # complete the oldest groups, so the pass usually stops after the report's groups.
+        results: dict[int, BaseException | None] = {}
         while completed:
-            token, error = completed.popleft()
-            for group in pending:
-                if group[0] == token:
-                    group[1] = True
-                    group[2] = error
+            tokens, error = completed.popleft()
+            for token in tokens:
+                results[token] = error
+        left = len(results)
+        for group in self._pending:
+            token = group[0]
+            if token in results:
+                group[1] = True
+                group[2] = results[token]
+                left -= 1
+                if not left:
                     break
         self._release_done()
 
@@ -853,8 +867,11 @@ class Broker:
             self._to_page.append(stored)
         now = self.clock.now_ms()
         entries = [self._enqueue(q, stored, now, paged) for q in targets]
-        if stored.persistent and any(q.durable for q in targets):
-            self._unstored.extend(entries)  # every copy goes if the store refuses it
+        if stored.persistent:
+            for q in targets:  # a loop, not any(generator): this runs once per message
+                if q.durable:
+                    self._unstored.extend(entries)  # every copy goes if the store refuses it
+                    break
 
     def _publish_all(
         self,

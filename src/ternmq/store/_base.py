@@ -225,7 +225,10 @@ class Recovered:
     duplicate_ids: dict[str, list[tuple[int, str]]] = dataclasses.field(default_factory=dict)
 
 
-Completion = Callable[[int, BaseException | None], None]
+# ``callback(tokens, error)``: the batches of ``tokens`` (their submission order) finished
+# together, durable if ``error`` is None, none of them written otherwise. One call per group
+# commit, not one per batch: the host enters its broker once for the whole group.
+Completion = Callable[[list[int], BaseException | None], None]
 
 
 def staged_records(ops: Iterable[AddStaged]) -> Iterator[StagedRecord]:
@@ -253,8 +256,9 @@ class Store(Protocol):
 
     A *synchronous* store (``synchronous = True``) is written with :meth:`write`, which is
     durable when it returns. An asynchronous one takes batches with :meth:`submit` and reports
-    each one, in submission order, to the completion callback set with
-    :meth:`set_completion` (from its own thread): that is where group commit happens.
+    them, in submission order, to the completion callback set with :meth:`set_completion`
+    (from its own thread): that is where group commit happens, and each call reports every
+    batch of one commit (``callback([token, ...], error)``).
     """
 
     synchronous: bool
@@ -268,11 +272,12 @@ class Store(Protocol):
         ...
 
     def submit(self, ops: Sequence[Op], token: int) -> None:
-        """Queue one batch; its completion is reported later as ``callback(token, error)``."""
+        """Queue one batch; its completion is reported later: ``token`` is in the ``tokens``
+        of one ``callback(tokens, error)``."""
         ...
 
     def set_completion(self, callback: Completion) -> None:
-        """Where :meth:`submit` reports finished batches."""
+        """Where :meth:`submit` reports finished batches, a group commit per call."""
         ...
 
     def load(self, with_data: bool = True) -> Recovered:

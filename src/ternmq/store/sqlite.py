@@ -5,8 +5,9 @@ Theory of operation
 The broker hands batches of operations to :meth:`SqliteStore.submit` and goes on; the
 writer thread takes *every* batch queued at that moment and applies them in one SQLite
 transaction, so one commit (one fsync of the write-ahead log with ``fsync="always"``) makes
-them all durable — group commit. Then it reports each batch, in order, to the completion
-callback; the broker releases the replies that waited for them. Within one write, a message
+them all durable — group commit. Then it reports the tokens of all those batches, in order,
+to the completion callback in one call; the broker releases the replies that waited for
+them. Within one write, a message
 added and removed again (a fast consumer) never reaches the disk. Copying the log into the
 database (a checkpoint) is the writer's job too, once it has logged ``CHECKPOINT_BYTES``, and
 *after* it has reported the completions: a large commit's reply does not wait for it.
@@ -328,7 +329,8 @@ class SqliteStore:
 
     # ---- writing -------------------------------------------------------------------------
     def set_completion(self, callback: Completion) -> None:
-        """Where finished batches are reported (called on the writer thread)."""
+        """Where finished batches are reported, one call per group commit (called on the
+        writer thread)."""
         self._completion = callback
 
     def write(self, ops: Sequence[Op]) -> None:
@@ -378,8 +380,7 @@ class SqliteStore:
                     error = exc
             callback = self._completion
             if callback is not None:
-                for _, token in items:
-                    callback(token, error)
+                callback([token for _, token in items], error)
             if self._logged >= CHECKPOINT_BYTES:
                 with self._db_lock:
                     self._checkpoint()
@@ -581,9 +582,8 @@ class SqliteStore:
             with self._read_lock:
                 self._reader.close()
         callback = self._completion
-        if callback is not None:
-            for _, token in items:
-                callback(token, None)
+        if callback is not None and items:
+            callback([token for _, token in items], None)
         with contextlib.suppress(OSError):
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             os.close(self._lock_fd)
