@@ -6,6 +6,7 @@ Spark source and sink stand on (issue "data pipeline on Spark"); not JMS, so no 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import pytest
@@ -390,11 +391,12 @@ def test_stage_refuses_bad_destinations(factory: ConnectionFactory) -> None:
 
 
 def test_abandoned_staged_transactions_are_aborted_after_staged_timeout(
-    make_broker: MakeBroker, clock: FakeClock
+    make_broker: MakeBroker, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A staged transaction that goes ``staged_timeout`` without a Stage (its writer died and
-    its sink never commits again) is aborted by the reaper, for good (a restart does not
-    bring it back); one that is still being staged to is kept."""
+    its sink never commits again) is aborted by the reaper, with a warning in the log, for
+    good (a restart does not bring it back); one that is still being staged to is kept."""
+    caplog.set_level(logging.WARNING, "ternmq")
     broker = make_broker(clock=clock, staged_timeout=60, expiry_scan_interval=10)
     out = Queue("stage-timeout")
     with ConnectionFactory(broker.url).create_connection() as conn:
@@ -403,6 +405,7 @@ def test_abandoned_staged_transactions_are_aborted_after_staged_timeout(
         clock.advance(40)
         stage(conn, "live", 0, "young", [(out, _text("kept too"))])  # touched again
         clock.advance(30)  # "old" is 70 s untouched, "young" 30 s
+    assert "staged_transaction_aborted" in caplog.text and "dead" in caplog.text
     broker.stop()
     broker.start()
     with ConnectionFactory(broker.url).create_connection() as conn:

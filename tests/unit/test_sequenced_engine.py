@@ -96,7 +96,7 @@ def test_a_large_commit_pauses_the_garbage_collector_and_restores_it(
     if not enabled:
         gc.disable()
     try:
-        with EmbeddedBroker("gc-pause", max_memory_bytes=2_000, full_policy="fail") as broker:
+        with EmbeddedBroker("gc-pause", max_bytes=2_000, full_policy="fail") as broker:
             with ConnectionFactory(broker.url).create_connection() as conn:
                 q = Queue("gc")
                 stage(conn, "s", 0, "small", [(q, _text("a")), (q, _text("b"))])
@@ -104,7 +104,7 @@ def test_a_large_commit_pauses_the_garbage_collector_and_restores_it(
                 assert gc.isenabled() is enabled
                 stage(conn, "s", 1, "big", [(q, _text("x" * 900)) for _ in range(3)])
                 with pytest.raises(TransactionRolledBackException):
-                    commit_staged(conn, "s", 1, ["big"])  # past max_memory_bytes
+                    commit_staged(conn, "s", 1, ["big"])  # past the queue's max_bytes
                 assert gc.isenabled() is enabled
         assert seen == [False, False]
     finally:

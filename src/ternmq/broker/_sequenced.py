@@ -35,7 +35,8 @@ committed or aborted, and count against ``max_memory_bytes`` (``Broker.staged_by
 broker as fuller by that much. A commit frees its transactions' share before it publishes
 their messages, which then count as held messages. A staged transaction
 that goes ``staged_timeout`` seconds without a ``Stage`` (its writer died and its sink never
-commits again) is aborted by the reaper (:func:`sweep_staged`), with a warning in the log.
+commits again) is aborted by the reaper (:func:`sweep_staged`), reported through
+``Broker.on_warning`` (the server and the embedded broker log it).
 """
 
 from __future__ import annotations
@@ -45,7 +46,6 @@ import dataclasses
 import gc
 import heapq
 import itertools
-import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -65,8 +65,6 @@ if TYPE_CHECKING:
     from ternmq.broker.engine import Broker, BrokerConnection
 
 __all__ = ["HANDLERS", "SEQ_RESERVE_BLOCK", "StagedTx", "sweep_staged"]
-
-log = logging.getLogger("ternmq.broker")
 
 # Sequence numbers a durable destination reserves in the store at a time; a new reservation
 # is written when half of the previous one is used, long before it runs out.
@@ -383,15 +381,15 @@ def sweep_staged(broker: Broker, now: int) -> bool:
     for t, tx in list(broker._staged.items()):
         if tx.touched_ms <= limit:
             _drop(broker, t)
-            log.warning(
-                "aborted staged transaction %r of sink %r batch %d (%d messages): no Stage "
-                "for %g s (staged_timeout)",
-                t,
-                tx.sink_id,
-                tx.batch_id,
-                len(tx.sends),
-                timeout,
-            )
+            if broker.on_warning is not None:
+                broker.on_warning(
+                    "staged_transaction_aborted",
+                    txid=t,
+                    sink=tx.sink_id,
+                    batch=tx.batch_id,
+                    messages=len(tx.sends),
+                    reason=f"no Stage for {timeout:g} s (staged_timeout)",
+                )
     return bool(broker._staged)
 
 

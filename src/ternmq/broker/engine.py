@@ -240,6 +240,9 @@ class Broker:
         self._reserved: dict[str, int] = {}
         self._staged: dict[str, StagedTx] = {}
         self.staged_bytes = 0  # message bytes of staged transactions (they count as memory)
+        # Set by the owner to hear of what the broker did on its own, for the log:
+        # ``on_warning(event, **fields)`` (e.g. an abandoned staged transaction aborted).
+        self.on_warning: Callable[..., None] | None = None
         self._sinks: dict[str, int] = {}
         self.total_bytes = 0
         self.recovered: dict[str, int] = {}  # what _recover found (the host logs it)

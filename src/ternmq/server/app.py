@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import logging
 import signal
 import ssl
@@ -146,6 +147,7 @@ class BrokerServer:
             store.close()
             raise
         broker.run_in_owner = self._post  # type: ignore[method-assign]
+        broker.on_warning = functools.partial(log_event, log, logging.WARNING)
         self.broker = broker
         log_event(
             log,

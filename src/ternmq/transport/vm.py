@@ -141,6 +141,7 @@ class EmbeddedBroker:
                         ", ".join(f"{v} {k}" for k, v in self.broker.recovered.items()),
                     )
                 self.broker.run_in_owner = self._post_call  # type: ignore[method-assign]
+                self.broker.on_warning = self._warn
                 if not self._listening:
                     self.clock.add_listener(self._on_clock_jump)
                     self._listening = True
@@ -221,6 +222,15 @@ class EmbeddedBroker:
         if broker is not None:
             self._posted.append(lambda: broker.handle(conn, req))
             self._try_drain()
+
+    def _warn(self, event: str, **fields: object) -> None:
+        """The broker's ``on_warning``: something it did on its own, for the log."""
+        log.warning(
+            "embedded broker %s: %s %s",
+            self.url,
+            event,
+            " ".join(f"{k}={v!r}" for k, v in fields.items()),
+        )
 
     def _post_call(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` in the broker's owner context (store completions, from its thread)."""
