@@ -514,3 +514,34 @@ def test_conn_30_half_open_link_is_detected_by_heartbeats_then_replaced(
         assert again is not None and again.get_body(str) == "held" and again.jms_redelivered
         again.acknowledge()
         assert detected < 5  # two intervals (1 s) plus scheduling slack on a loaded machine
+
+
+@pytest.mark.parametrize("lost", ["request", "reply"])
+def test_tx_07_commit_in_doubt_raises_and_the_next_transaction_is_clean(
+    serve: Serve, proxies, lost: str
+) -> None:
+    """TX-07, REL-06, CONN-30: a commit whose request (or whose answer) is lost with the link
+    raises JMSException saying the outcome is unknown, not TransactionRolledBackException;
+    the broker has the transaction's messages only if the commit got there; the next
+    transaction of the session commits normally."""
+    server = serve()
+    proxy = _proxy(proxies, server.port)
+    errors: list[BaseException] = []
+    with _factory(proxy).create_connection() as conn:
+        tx = conn.create_session(True)
+        producer = tx.create_producer(Queue("fo.commit"))
+        producer.send(tx.create_text_message("in doubt"))
+
+        def commit() -> None:
+            try:
+                tx.commit()
+            except JMSException as exc:
+                errors.append(exc)
+
+        _cut_in_flight(proxy, lost, commit).join(20)
+        assert len(errors) == 1 and type(errors[0]) is JMSException
+        assert "unknown" in str(errors[0])
+        producer.send(tx.create_text_message("next"))
+        tx.commit()
+    expected = ["next"] if lost == "request" else ["in doubt", "next"]
+    assert _drain(ConnectionFactory(f"tcp://127.0.0.1:{server.port}"), "fo.commit") == expected
