@@ -545,3 +545,24 @@ def test_tx_07_commit_in_doubt_raises_and_the_next_transaction_is_clean(
         tx.commit()
     expected = ["next"] if lost == "request" else ["in doubt", "next"]
     assert _drain(ConnectionFactory(f"tcp://127.0.0.1:{server.port}"), "fo.commit") == expected
+
+
+def test_conn_30_transaction_that_only_sent_is_rolled_back(
+    serve: Serve, proxies, caplog: pytest.LogCaptureFixture
+) -> None:
+    """CONN-30, TX-06: a transaction that only sent before the cut (nothing received) is
+    doomed too: its commit raises TransactionRolledBackException instead of committing the
+    sends made after the reconnect without the ones the broker rolled back."""
+    server = serve()
+    proxy = _proxy(proxies, server.port)
+    with _factory(proxy).create_connection() as conn:
+        tx = conn.create_session(True)
+        out = tx.create_producer(Queue("fo.tx.send"))
+        out.send(tx.create_text_message("before the cut"))
+        _cut_and_wait(proxy, caplog)
+        out.send(tx.create_text_message("after the cut"))
+        with pytest.raises(TransactionRolledBackException, match="lost"):
+            tx.commit()
+        out.send(tx.create_text_message("kept"))
+        tx.commit()
+    assert _drain(ConnectionFactory(f"tcp://127.0.0.1:{server.port}"), "fo.tx.send") == ["kept"]

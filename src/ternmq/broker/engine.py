@@ -954,8 +954,8 @@ class Broker:
             self._add_timer(stored.delivery_time, q)
         else:
             self._dirty.add(q)
-        if stored.expiration and self._reaper_due is None:
-            self._reaper_due = now + round(self.config.expiry_scan_interval * 1000)
+        if stored.expiration:
+            self._arm_reaper(now)
         return e
 
     def _add_timer(self, due: int, q: MessageQueue | None) -> None:
@@ -1670,8 +1670,8 @@ class Broker:
                 self.total_bytes += e.held
                 if m.delivery_time > now:
                     self._add_timer(m.delivery_time, q_or_none)
-                if m.expiration and self._reaper_due is None:
-                    self._reaper_due = now + round(self.config.expiry_scan_interval * 1000)
+                if m.expiration:
+                    self._arm_reaper(now)
 
 
 def _queue_counts(q: MessageQueue) -> tuple[int, int, int, int]:

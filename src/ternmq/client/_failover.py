@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Final
 
 from ternmq.client._util import parse_url
 from ternmq.errors import JMSException
-from ternmq.transport._options import flag_option
+from ternmq.transport._options import flag_option, seconds_option
 
 if TYPE_CHECKING:
     from ternmq.protocol import commands as c
@@ -145,8 +145,9 @@ def parse_failover_url(
             )
         opts_of_member = parse_tcp_url(scheme, location, member_opts, url, client_options=())
         targets.append((member, opts_of_member))
-    initial = _seconds(opts, "initial_reconnect_delay", 0.1, url)
-    timeout = _seconds(opts, "timeout", -1.0, url, negative_ok=True)
+    initial = seconds_option(opts, "initial_reconnect_delay", 0.1, url, zero_ok=True)
+    max_delay = seconds_option(opts, "max_reconnect_delay", 5.0, url, zero_ok=True)
+    timeout = seconds_option(opts, "timeout", -1.0, url, zero_ok=True, negative_ok=True)
     try:
         attempts = int(opts.get("max_reconnect_attempts", "-1"))
     except ValueError:
@@ -156,23 +157,9 @@ def parse_failover_url(
     failover = FailoverOptions(
         targets=tuple(targets),
         initial_delay=initial,
-        max_delay=max(initial, _seconds(opts, "max_reconnect_delay", 5.0, url)),
+        max_delay=max(initial, max_delay),
         max_attempts=max(-1, attempts),
         timeout=None if timeout < 0 else timeout,
         randomize=flag_option(opts, "randomize", False, url),
     )
     return failover, {k: v for k, v in opts.items() if k in client_options}
-
-
-def _seconds(
-    opts: dict[str, str], name: str, default: float, url: str, *, negative_ok: bool = False
-) -> float:
-    if name not in opts:
-        return default
-    try:
-        value = float(opts[name])
-    except ValueError:
-        value = float("nan")
-    if value != value or value in (float("inf"), float("-inf")) or (value < 0 and not negative_ok):
-        raise JMSException(f"option {name}={opts[name]!r} in {url!r}: use a number of seconds")
-    return value

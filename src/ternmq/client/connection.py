@@ -546,9 +546,6 @@ class Connection:
         return self._transport.next_corr()  # type: ignore[no-any-return]
 
     # ---- failover ------------------------------------------------------------------------
-    def _closed_now(self) -> bool:
-        return self._state is _State.CLOSED
-
     def _events(self, link: int) -> Callable[[c.Command], None]:
         return lambda cmd: self._on_event(cmd, link)
 
@@ -700,7 +697,7 @@ class Connection:
                 transport.close()
                 continue
             with self._link_cond:
-                if self._closing or self._closed_now():
+                if self._closing or self.closed:
                     self._reconnecting = False
                     self._link_cond.notify_all()
                     transport.close()

@@ -262,6 +262,8 @@ class MessageProducer:
                 f"{type(dup).__name__}: set it with set_string_property"
             )
         data = encode_message(message)
+        if session._mode == session.SESSION_TRANSACTED:  # a failover dooms this transaction
+            session._tx_work = True
         req = c.Send(
             corr=conn.next_corr(),
             session_id=session._id,

@@ -318,16 +318,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if end > after:
                 # A new batch follows: the broker removes the messages while Spark writes
                 # its offset log; partitions() (or the next call) collects the reply.
-                opts = self._opts
-                self._ack_reply = self._call(
-                    lambda conn: seqlog.ack_upto_later(
-                        conn,
-                        opts.destination,
-                        after,
-                        subscription=opts.subscription,
-                        selector=None if opts.is_topic else opts.selector,
-                    )
-                )
+                self._ack_reply = self._call(lambda conn: self._ack_later(conn, after))
             else:  # nothing new (e.g. the end of an availableNow run): done on return
                 self.commit(start)
             self._acked = after
@@ -366,16 +357,19 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             JMSException: the broker cannot be reached or refuses the request.
         """
         self._settle_ack()
-        opts = self._opts
         upto = int(end["seq"])
-        self._call(
-            lambda conn: seqlog.ack_upto(
-                conn,
-                opts.destination,
-                upto,
-                subscription=opts.subscription,
-                selector=None if opts.is_topic else opts.selector,
-            )
+        self._call(lambda conn: self._ack_later(conn, upto)())
+
+    def _ack_later(self, conn: Connection, upto: int) -> Callable[[], int]:
+        """Send the cumulative acknowledgement up to ``upto``; the returned function waits
+        for it (:func:`ternmq.client.sequenced.ack_upto_later`)."""
+        opts = self._opts
+        return seqlog.ack_upto_later(
+            conn,
+            opts.destination,
+            upto,
+            subscription=opts.subscription,
+            selector=None if opts.is_topic else opts.selector,
         )
 
     def stop(self) -> None:

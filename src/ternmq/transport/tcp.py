@@ -49,7 +49,6 @@ import collections
 import dataclasses
 import itertools
 import logging
-import math
 import select
 import socket
 import ssl
@@ -73,7 +72,7 @@ from ternmq.protocol.frames import (
     check_preamble,
     encode,
 )
-from ternmq.transport._options import flag_option
+from ternmq.transport._options import flag_option, seconds_option
 from ternmq.transport._pending import PendingReply, await_reply, fail_all
 
 __all__ = [
@@ -740,8 +739,8 @@ def parse_tcp_url(
             )
         if scheme == "tcp" and name in _TLS_OPTIONS:
             raise JMSException(f"option {name!r} in {url!r} applies to tls:// URLs only")
-    heartbeat = _seconds(opts, "heartbeat", DEFAULT_HEARTBEAT, url, zero_ok=True)
-    connect_timeout = _seconds(opts, "connect_timeout", 10.0, url, zero_ok=False)
+    heartbeat = seconds_option(opts, "heartbeat", DEFAULT_HEARTBEAT, url, zero_ok=True)
+    connect_timeout = seconds_option(opts, "connect_timeout", 10.0, url, zero_ok=False)
     ctx = None
     server_hostname = None
     if scheme == "tls":
@@ -774,20 +773,6 @@ def _host_port(location: str, default_port: int, url: str) -> tuple[str, int]:
     if not 0 < port < 65536:
         raise JMSException(f"bad port {port_text!r} in {url!r}: use a number from 1 to 65535")
     return host, port
-
-
-def _seconds(opts: dict[str, str], name: str, default: float, url: str, *, zero_ok: bool) -> float:
-    if name not in opts:
-        return default
-    text = opts[name]
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
-        least = "0 (off) or more" if zero_ok else "more than 0"
-        raise JMSException(f"option {name}={text!r} in {url!r}: use a number of seconds, {least}")
-    return value
 
 
 def _ssl_context(opts: dict[str, str], url: str) -> ssl.SSLContext:
