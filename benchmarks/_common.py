@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -30,3 +31,14 @@ def consume(
             if consumer.receive(1.0) is not None:
                 got += 1
         done.append(time.perf_counter())
+
+
+def cpus() -> list[int]:
+    """The CPUs this process may run on, in order."""
+    return sorted(os.sched_getaffinity(0))
+
+
+def pin_self(cpu: int) -> None:
+    """Run this process (its threads started from now on) on ``cpu`` only: with ``--pin``
+    the benchmarks measure ternmq as docs/operations.md "CPU affinity" deploys it."""
+    os.sched_setaffinity(0, {cpu})

@@ -21,7 +21,10 @@ Columns:
   msgs/commit   the group-commit factor (1 / commits/msg)
 
 Run: .venv/bin/python benchmarks/bench_persistent.py [--count N] [--seconds S] [--repeat R]
-     [--dir PARENT] [--producers 1,8,64] [--modes always,batch]
+     [--dir PARENT] [--producers 1,8,64] [--modes always,batch] [--pin]
+--pin runs this process (producers, embedded broker, store writer) on one CPU: the GIL runs
+one thread at a time anyway, and a wake-up across CPUs costs ~20 us on a 2-vCPU VM against
+~5 us on the same CPU (docs/operations.md "CPU affinity").
 A run stops after --count messages or --seconds, whichever comes first, so the default
 settings finish in under 2 minutes whatever the disk (about 75 s on the development VM).
 """
@@ -41,6 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
+from _common import cpus, pin_self
 from ternmq import ConnectionFactory, DeliveryMode, EmbeddedBroker, Queue, Session
 
 BODY = "x" * 256
@@ -268,7 +272,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--producers", default="1,8,64", help="producer counts, comma-separated")
     ap.add_argument("--modes", default="always,batch", help="fsync modes, comma-separated")
     ap.add_argument("--interval", type=float, default=0.05, help="fsync_interval for 'batch'")
+    ap.add_argument("--pin", action="store_true", help="run this process on its first CPU only")
     args = ap.parse_args(argv)
+    if args.pin:
+        pin_self(cpus()[0])
     own_parent = args.dir is None
     parent = tempfile.mkdtemp(prefix="ternmq-bench-") if own_parent else args.dir
     os.makedirs(parent, exist_ok=True)
@@ -277,7 +284,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         append = fsync_rate(parent)
         rewrite = fsync_rate(parent, overwrite=True)
-        print(f"data dir parent: {parent}  (cpus: {os.cpu_count()})")
+        pinned = f", pinned to CPU {cpus()[0]}" if args.pin else ""
+        print(f"data dir parent: {parent}  (cpus: {os.cpu_count()}{pinned})")
         print(
             f"disk: {append:,.0f} fsyncs/s (append 4 KiB + fsync; "
             f"{1000 / append:.2f} ms each), {rewrite:,.0f}/s rewriting in place + fdatasync"

@@ -22,8 +22,12 @@ each; the server is a separate process on a fresh data directory, fsync "always"
                  message it delays); p50 / p99 / p99.9
   rtt            the floor: an empty TCP echo round trip between two Python processes here
 
+With --pin the server runs with --cpu-affinity on the last CPU and this process (every
+client) on the first (docs/operations.md "CPU affinity": on a 2-vCPU VM a thread wake-up
+across CPUs costs ~20 us, on the same CPU ~5 us).
+
 Run: .venv/bin/python benchmarks/bench_tcp.py [--count N] [--repeat R] [--latency-seconds S]
-     [--only TEXT]   (e.g. --only persistent: the scenarios whose name contains TEXT, no
+     [--pin] [--only TEXT]   (e.g. --only persistent: the scenarios whose name contains TEXT, no
                       latency run unless TEXT is in "latency")
 Prints the median of R runs for each throughput scenario. Bounded: about a minute with the
 defaults, and every run stops after 60 s.
@@ -44,15 +48,16 @@ import time
 import uuid
 from collections.abc import Iterator
 
-from _common import BODY, LIMIT_S, consume
+from _common import BODY, LIMIT_S, consume, cpus, pin_self
 from ternmq import ConnectionFactory, DeliveryMode, Queue, Session, Topic
 
 SENT_AT = "bench_sent_ns"
 
 
 @contextlib.contextmanager
-def server() -> Iterator[str]:
-    """A ``ternmq serve --port 0`` subprocess on a temporary data dir; yields its URL."""
+def server(extra: tuple[str, ...] = ()) -> Iterator[str]:
+    """A ``ternmq serve --port 0 [extra...]`` subprocess on a temporary data dir; yields its
+    URL."""
     with tempfile.TemporaryDirectory(prefix="ternmq-bench-") as data:
         proc = subprocess.Popen(
             [
@@ -66,6 +71,7 @@ def server() -> Iterator[str]:
                 data,
                 "--log-level",
                 "warning",
+                *extra,
             ],
             stdout=subprocess.PIPE,
             text=True,
@@ -286,9 +292,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rate", type=float, default=2000.0, help="offered rate of the latency run")
     ap.add_argument("--latency-seconds", type=float, default=10.0)
     ap.add_argument("--only", default="", help="run the scenarios whose name contains this")
+    ap.add_argument(
+        "--pin", action="store_true", help="server on the last CPU, clients on the first"
+    )
     args = ap.parse_args(argv)
+    extra: tuple[str, ...] = ()
+    if args.pin:
+        mine = cpus()
+        extra = ("--cpu-affinity", str(mine[-1]))
+        pin_self(mine[0])
+        print(f"pinned: server on CPU {mine[-1]}, clients on CPU {mine[0]}")
     print(f"tcp echo round trip (the floor of a synchronous send): {run_rtt():.0f} us")
-    with server() as url:
+    with server(extra) as url:
         factory = ConnectionFactory(url)
         pipelined = ConnectionFactory(url, block_on_non_persistent_send=False)
         print(f"server: ternmq serve at {url} (python {sys.version.split()[0]})")

@@ -141,6 +141,9 @@ def test_parse_config_all_sections() -> None:
         ('[permissions.bob]\nwrite = [">"]', "write"),
         ("[[listeners]]\nport = 70000", "not a TCP port"),
         ("[limits]\nmax_frame = 1000", "max_frame"),
+        ("cpu_affinity = []", "cpu_affinity: give at least one CPU"),
+        ("cpu_affinity = [-1]", "cpu_affinity: CPU numbers start at 0"),
+        ("cpu_affinity = 1", "cpu_affinity"),
     ],
 )
 def test_config_errors_name_the_key(text: str, match: str) -> None:
@@ -151,6 +154,17 @@ def test_config_errors_name_the_key(text: str, match: str) -> None:
 def test_overrides() -> None:
     cfg = ServerConfig().with_overrides(bind="0.0.0.0", port=0, data_dir="d", log_level="debug")
     assert (cfg.listeners[0].bind, cfg.listeners[0].port, cfg.data_dir) == ("0.0.0.0", 0, "d")
+
+
+def test_cpu_affinity_from_the_file_or_the_command_line() -> None:
+    """``cpu_affinity`` (config) and ``--cpu-affinity`` (override): sorted, no repeats;
+    unset, the server does not pin itself."""
+    assert ServerConfig().cpu_affinity == ()
+    cfg = parse_config(tomllib.loads("cpu_affinity = [1, 0, 1]"))
+    assert cfg.cpu_affinity == (0, 1)
+    assert cfg.with_overrides(cpu_affinity=(1,)).cpu_affinity == (1,)
+    with pytest.raises(ValueError, match="--cpu-affinity"):
+        cfg.with_overrides(cpu_affinity=())
 
 
 def test_example_config_loads() -> None:

@@ -3,9 +3,12 @@ timeouts and heartbeats, authentication and permissions, limits, and a graceful 
 
 from __future__ import annotations
 
+import os
 import pathlib
 import socket
 import struct
+import subprocess
+import sys
 import time
 
 import pytest
@@ -368,3 +371,35 @@ def test_client_that_does_not_read_holds_nobody_up(serve: Serve) -> None:
             assert isinstance(deliver, c.Deliver)
             got.append(decode_message(deliver.message).text[:4])  # type: ignore[attr-defined]
         assert got == [f"{i:04d}" for i in range(n)]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no CPU affinity on this OS")
+def test_cpu_affinity_pins_the_server_and_its_threads(serve: Serve) -> None:
+    """``cpu_affinity`` pins the whole server process, the store's writer thread included
+    (it starts later and inherits); a CPU this process may not use stops ``ternmq serve``
+    with exit code 2 and a message naming the machine's CPUs."""
+    cpu = max(os.sched_getaffinity(0))
+    server = serve(f"cpu_affinity = [{cpu}]")
+    works(server.port)  # a persistent send: the writer thread exists now
+    server.wait_log(f"event=cpu_affinity.*cpus={cpu}")
+    tids = [int(t) for t in os.listdir(f"/proc/{server.proc.pid}/task")]
+    assert len(tids) > 1
+    assert {tid: os.sched_getaffinity(tid) for tid in tids} == {tid: {cpu} for tid in tids}
+    assert server.stop() == 0
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ternmq.cli",
+            "serve",
+            "--port",
+            "0",
+            "--cpu-affinity",
+            f"{cpu},4095",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert f"cpu_affinity {cpu},4095: not available to this process" in proc.stderr

@@ -29,8 +29,10 @@ import argparse
 import asyncio
 import concurrent.futures
 import contextlib
+import errno
 import functools
 import logging
+import os
 import signal
 import ssl
 import sys
@@ -439,7 +441,50 @@ def build_parser(prog: str = "ternmq serve") -> argparse.ArgumentParser:
     )
     p.add_argument("--data-dir", metavar="DIR", help="durable store directory (default ./data)")
     p.add_argument("--log-level", choices=sorted(LEVELS), help="default info")
+    p.add_argument(
+        "--cpu-affinity",
+        metavar="CPUS",
+        type=_cpu_list,
+        help="run on these CPUs only, e.g. 1 or 0,1 (default: any; docs/operations.md)",
+    )
     return p
+
+
+def _cpu_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a list of CPU numbers (e.g. 1, or 0,1)"
+        ) from None
+
+
+def pin_to_cpus(cpus: tuple[int, ...]) -> None:
+    """Restrict this process to ``cpus`` (call before any thread starts: threads inherit
+    the calling thread's affinity). Nothing to do for an empty tuple.
+
+    The server's work is serialized by the GIL, so spreading its threads (event loop, store
+    writer) over several CPUs buys little, while every wake-up of a thread on another CPU
+    costs an inter-processor interrupt: ~20 us against ~5 us on the same CPU on a 2-vCPU VM
+    (docs/operations.md "CPU affinity" has the measurements).
+
+    Raises:
+        ValueError: the platform cannot pin, or a CPU is not available to this process.
+    """
+    if not cpus:
+        return
+    if not hasattr(os, "sched_setaffinity"):
+        raise ValueError("cpu_affinity needs os.sched_setaffinity (Linux); remove the setting")
+    count = os.cpu_count() or 1
+    try:
+        if max(cpus) >= count:  # the kernel would drop it silently if another one exists
+            raise OSError(errno.EINVAL, "no such CPU")
+        os.sched_setaffinity(0, cpus)
+    except OSError as exc:  # EINVAL: none of them is online or in this process's cpuset
+        raise ValueError(
+            f"cpu_affinity {','.join(map(str, cpus))}: not available to this process "
+            f"({exc.strerror}; this machine has CPUs 0-{count - 1})"
+        ) from exc
 
 
 async def _serve(config: ServerConfig) -> int:
@@ -476,11 +521,18 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
         config = load_config(args.config).with_overrides(
-            bind=args.bind, port=args.port, data_dir=args.data_dir, log_level=args.log_level
+            bind=args.bind,
+            port=args.port,
+            data_dir=args.data_dir,
+            log_level=args.log_level,
+            cpu_affinity=args.cpu_affinity,
         )
+        pin_to_cpus(config.cpu_affinity)
     except ValueError as exc:
         print(f"ternmq serve: {exc}", file=sys.stderr)
         return 2
     setup_logging(config.log_level)
+    if config.cpu_affinity:
+        log_event(log, logging.INFO, "cpu_affinity", cpus=",".join(map(str, config.cpu_affinity)))
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
         return runner.run(_serve(config))

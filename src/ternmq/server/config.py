@@ -125,6 +125,9 @@ class ServerConfig:
             users are configured).
         populate_user_id: stamp ``JMSXUserID`` with the authenticated user on every send.
         log_level: ``debug``, ``info``, ``warning`` or ``error``.
+        cpu_affinity: the CPUs the server process may run on (``os.sched_setaffinity``);
+            empty (the default) leaves the choice to the operating system. See
+            docs/operations.md "CPU affinity".
     """
 
     listeners: tuple[ListenerConfig, ...] = (ListenerConfig(),)
@@ -140,6 +143,7 @@ class ServerConfig:
     anonymous: bool | None = None
     populate_user_id: bool = False
     log_level: LogLevel = "info"
+    cpu_affinity: tuple[int, ...] = ()
 
     @property
     def anonymous_allowed(self) -> bool:
@@ -175,6 +179,7 @@ class ServerConfig:
         port: int | None = None,
         data_dir: str | None = None,
         log_level: LogLevel | None = None,
+        cpu_affinity: tuple[int, ...] | None = None,
     ) -> ServerConfig:
         """This config with command-line values applied: ``bind``/``port`` replace those of
         the first plain-TCP listener (one is added if there is none)."""
@@ -196,6 +201,8 @@ class ServerConfig:
             cfg = dataclasses.replace(cfg, data_dir=data_dir)
         if log_level is not None:
             cfg = dataclasses.replace(cfg, log_level=log_level)
+        if cpu_affinity is not None:
+            cfg = dataclasses.replace(cfg, cpu_affinity=check_cpus(cpu_affinity, "--cpu-affinity"))
         return cfg
 
 
@@ -213,6 +220,7 @@ _TOP_KEYS: Final = {
     "anonymous",
     "populate_user_id",
     "log_level",
+    "cpu_affinity",
 }
 _OPTIONAL_STR = ("dead_letter_queue", "expiry_queue")
 
@@ -291,6 +299,20 @@ def _parse_listener(raw: object, i: int) -> ListenerConfig:
     return listener
 
 
+def check_cpus(cpus: tuple[int, ...], where: str) -> tuple[int, ...]:
+    """``cpus`` if it is a non-empty set of CPU numbers (sorted, without repeats).
+
+    Raises:
+        ValueError: empty, or a negative number; the message names ``where``.
+    """
+    if not cpus:
+        raise ValueError(f"{where}: give at least one CPU number (e.g. 1, or 0,1)")
+    bad = [n for n in cpus if n < 0]
+    if bad:
+        raise ValueError(f"{where}: CPU numbers start at 0, not {bad[0]}")
+    return tuple(sorted(set(cpus)))
+
+
 def _check_limits(limits: Limits) -> None:
     for f in dataclasses.fields(Limits):
         value = getattr(limits, f.name)
@@ -333,6 +355,9 @@ def parse_config(data: Mapping[str, Any]) -> ServerConfig:
     ):
         if key in data:
             kw[key] = _convert(data[key], typ, key)
+    if "cpu_affinity" in data:
+        cpus = _convert(data["cpu_affinity"], list[int], "cpu_affinity")
+        kw["cpu_affinity"] = check_cpus(tuple(cpus), "config cpu_affinity")
     if "limits" in data:
         table = _table(data["limits"], "limits")
         _check_keys(table, _fields(Limits), "limits.")
