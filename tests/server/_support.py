@@ -27,6 +27,7 @@ from ternmq.protocol.frames import PREAMBLE, FrameDecoder, Heartbeat, WireComman
 HOST = "127.0.0.1"
 START_TIMEOUT = 30.0  # interpreter start and imports on a loaded machine
 IO_TIMEOUT = 10.0
+SERVE = (sys.executable, "-m", "ternmq.cli", "serve")  # the command line of a server
 _LISTEN_RE = re.compile(r"^ternmq listening on (tcp|tls)://127\.0\.0\.1:(\d+)$")
 
 
@@ -37,10 +38,7 @@ class ServerProcess:
         self.data_dir = data_dir
         self.log_path = workdir / f"server-{time.monotonic_ns()}.log"
         argv = [
-            sys.executable,
-            "-m",
-            "ternmq.cli",
-            "serve",
+            *SERVE,
             "--port",
             "0",
             "--data-dir",

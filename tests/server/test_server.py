@@ -8,7 +8,6 @@ import pathlib
 import socket
 import struct
 import subprocess
-import sys
 import time
 
 import pytest
@@ -18,7 +17,7 @@ from ternmq.protocol import commands as c
 from ternmq.protocol.frames import PREAMBLE, FrameDecoder, Heartbeat, encode
 from ternmq.server.security import hash_password
 
-from ._support import HOST, Raw, text_message, works
+from ._support import HOST, SERVE, Raw, text_message, works
 from .conftest import Serve
 
 
@@ -387,16 +386,7 @@ def test_cpu_affinity_pins_the_server_and_its_threads(serve: Serve) -> None:
     assert {tid: os.sched_getaffinity(tid) for tid in tids} == {tid: {cpu} for tid in tids}
     assert server.stop() == 0
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ternmq.cli",
-            "serve",
-            "--port",
-            "0",
-            "--cpu-affinity",
-            f"{cpu},4095",
-        ],
+        [*SERVE, "--port", "0", "--cpu-affinity", f"{cpu},4095"],
         capture_output=True,
         text=True,
         timeout=60,
