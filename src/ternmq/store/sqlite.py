@@ -237,7 +237,12 @@ class SqliteStore:
                 ) from exc
             raise
         self._queue: deque[tuple[Sequence[Op], int]] = deque()
-        self._cond = threading.Condition(threading.Lock())  # guards the queue only
+        # Guards the queue only. ``submit`` takes the plain lock (a C call, where the
+        # Condition's ``with`` and ``notify`` are Python frames) and notifies only when the
+        # writer waits: one send per message comes through here, most while it writes.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._waiting = False  # the writer waits on _cond (set and read under _lock)
         self._db_lock = threading.Lock()  # guards the connection (writer thread, reads)
         self._writer: threading.Thread | None = None
         self._closed = False
@@ -358,7 +363,7 @@ class SqliteStore:
         Raises:
             JMSException: the store is closed.
         """
-        with self._cond:
+        with self._lock:
             if self._closed:
                 raise JMSException("the store is closed")
             self._queue.append((ops, token))
@@ -368,14 +373,17 @@ class SqliteStore:
                     target=self._run, name="ternmq-store-writer", daemon=True
                 )
                 self._writer.start()
-            else:
+            elif self._waiting:
+                self._waiting = False  # one notify wakes it; later batches join its commit
                 self._cond.notify()
 
     def _run(self) -> None:
         while True:
             with self._cond:
                 if not self._queue and not self._closed:
+                    self._waiting = True
                     self._cond.wait(IDLE_EXIT_SECONDS)
+                    self._waiting = False
                 if not self._queue:
                     self._writer = None
                     return
