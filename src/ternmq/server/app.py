@@ -135,7 +135,7 @@ class BrokerServer:
         if store is None:
             from ternmq.store.sqlite import SqliteStore
 
-            store = SqliteStore(cfg.data_dir, cfg.fsync, cfg.fsync_interval)
+            store = SqliteStore(cfg.data_dir, cfg.fsync, cfg.fsync_interval, batch_scheduling=True)
         try:
             broker = Broker(
                 cfg.broker_config(),
