@@ -326,6 +326,35 @@ def test_completions_come_in_submission_order(store: SqliteStore) -> None:
     assert all(err is None for _, err in got)
 
 
+def test_writer_waits_and_wakes_per_batch_and_runs_under_sched_batch_when_asked(
+    tmp_path: pathlib.Path,
+) -> None:
+    """With ``batch_scheduling`` the writer thread (the one that reports completions) runs
+    under SCHED_BATCH where the system has it; batches submitted one at a time, each after
+    the previous one's completion (the writer idle or about to wait: it is notified only
+    while it waits), are all written and reported."""
+    s = SqliteStore(tmp_path / "data", batch_scheduling=True)
+    policies: list[int] = []
+    done = Completions()
+
+    def completion(tokens: list[int], error: BaseException | None) -> None:
+        if hasattr(os, "sched_getscheduler"):
+            policies.append(os.sched_getscheduler(0))
+        done(tokens, error)
+
+    s.set_completion(completion)
+    try:
+        for t in range(1, 6):
+            s.submit([add("queue://Q", t)], t)
+            done.wait_for(t)  # the writer may be waiting again (notified) or still looping
+        assert [t for t, _ in done.done] == [1, 2, 3, 4, 5]
+        if hasattr(os, "SCHED_BATCH"):
+            assert set(policies) == {os.SCHED_BATCH}
+    finally:
+        s.close()
+    assert len(_reopen(tmp_path / "data").messages["queue://Q"]) == 5
+
+
 def test_add_and_remove_within_one_write_never_touch_the_disk(store: SqliteStore) -> None:
     """A message added and removed again before its batch was written (a fast consumer)
     causes no INSERT or DELETE at all -- in one batch, and across batches of one group."""

@@ -31,6 +31,7 @@ import concurrent.futures
 import contextlib
 import errno
 import functools
+import gc
 import logging
 import os
 import signal
@@ -38,7 +39,7 @@ import ssl
 import sys
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from ternmq.broker.clock import Clock, FakeClock, SystemClock
 from ternmq.broker.engine import Broker, BrokerConnection
@@ -114,6 +115,7 @@ class BrokerServer:
         self._stopped: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
+        self._to_flush: list[NativeConnection] = []  # connections with output, this iteration
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -135,7 +137,7 @@ class BrokerServer:
         if store is None:
             from ternmq.store.sqlite import SqliteStore
 
-            store = SqliteStore(cfg.data_dir, cfg.fsync, cfg.fsync_interval)
+            store = SqliteStore(cfg.data_dir, cfg.fsync, cfg.fsync_interval, batch_scheduling=True)
         try:
             broker = Broker(
                 cfg.broker_config(),
@@ -243,6 +245,19 @@ class BrokerServer:
             return
         fn()
         self.rearm()
+
+    def flush_soon(self, conn: NativeConnection) -> None:
+        """Write ``conn``'s output at the end of this loop iteration, with every other
+        connection's: one callback per iteration, not one per connection."""
+        to_flush = self._to_flush
+        if not to_flush:
+            self.loop.call_soon(self._flush_all)
+        to_flush.append(conn)
+
+    def _flush_all(self) -> None:
+        to_flush, self._to_flush = self._to_flush, []
+        for conn in to_flush:
+            conn.flush()
 
     def rearm(self) -> None:
         """Arm the timer for the broker's next deadline (cheap when it did not change)."""
@@ -487,6 +502,23 @@ def pin_to_cpus(cpus: tuple[int, ...]) -> None:
         ) from exc
 
 
+# Young-generation threshold of the garbage collector in ``ternmq serve`` (CPython's default
+# is 700). Each request allocates a few container objects that die young; collecting every
+# 700 of them, and the older generations behind them, cost ~3 us of the ~45 us of server CPU
+# of a persistent send at 64 producers. The broker's state has no reference cycles to speak
+# of, so fewer collections keep little garbage around for longer.
+GC_THRESHOLDS: Final = (20_000, 50, 100)
+
+
+def _tune_gc() -> None:
+    """Set the collector for a long-running server process (``ternmq serve`` only: an
+    embedding process keeps its own settings): what start-up made (modules, the recovered
+    state) moves to the permanent generation, never scanned again, and young collections
+    run every :data:`GC_THRESHOLDS` allocations."""
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 async def _serve(config: ServerConfig) -> int:
     server = BrokerServer(config)
     try:
@@ -495,6 +527,7 @@ async def _serve(config: ServerConfig) -> int:
         log_event(log, logging.ERROR, "start_failed", problem=str(exc))
         print(f"ternmq serve: cannot start: {exc}", file=sys.stderr, flush=True)
         return 1
+    _tune_gc()
     for address in server.addresses:
         print(f"ternmq listening on {address}", flush=True)
     loop = asyncio.get_running_loop()

@@ -28,8 +28,10 @@ loop thread, which is the engine's only owner (ARCHITECTURE "Rules of the house"
 
 Output: the engine's ``emit`` callback appends an encoded frame to a per-connection list that
 is written once per loop iteration (``writelines``), so a burst of deliveries costs one system
-call. When the socket's send buffer passes ``limits.write_buffer_high`` the transport calls
-:meth:`pause_writing` and the connection stops *reading* that client until it drains: a client
+call; one callback per iteration writes every connection that has output
+(:meth:`BrokerServer.flush_soon`). When the socket's send buffer passes
+``limits.write_buffer_high`` the transport calls :meth:`pause_writing` and the connection
+stops *reading* that client until it drains: a client
 that does not read its deliveries cannot make the server buffer without bound (deliveries are
 already bounded by the consumer's prefetch credit, which the client renews by sending).
 
@@ -386,9 +388,10 @@ class NativeConnection(asyncio.Protocol):
         self._out.append(frame)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            self.loop.call_soon(self._flush)
+            self.server.flush_soon(self)
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
+        """Write what is queued for the socket (one ``writelines``)."""
         self._flush_scheduled = False
         out = self._out
         t = self.transport
@@ -479,7 +482,7 @@ class NativeConnection(asyncio.Protocol):
             self._handshake_timer = None
         if drop:
             self._drop_broker_side()
-        self._flush()
+        self.flush()
         t = self.transport
         if t is not None:
             t.close()
