@@ -340,8 +340,6 @@ class TcpTransport:
                 daemon=True,
             )
             self._reader.start()
-            assert self._reader.ident is not None
-            self._reader_ident = self._reader.ident
         self._ticker: threading.Thread | None = None
         if heartbeat > 0:
             self._ticker = threading.Thread(
@@ -685,6 +683,7 @@ class TcpTransport:
 
     def _read_loop(self, first: list[WireCommand]) -> None:
         """The reader thread of a TLS link."""
+        self._reader_ident = threading.get_ident()
         io = self._io
         decoder = self._decoder
         end = self._start_reading(first)
@@ -793,16 +792,24 @@ class _SharedReader:
     def _run(self) -> None:
         select_ready = self._selector.select
         while True:
-            for key, _ in select_ready():
+            try:
+                ready = select_ready()
+            except OSError:  # never expected (EINTR is retried): do not spin on it
+                log.exception("the shared reader's select failed")
+                time.sleep(0.1)
+                continue
+            for key, _ in ready:
                 link: TcpTransport | None = key.data
-                if link is None:
-                    self._register_new()
-                    continue
                 try:
+                    if link is None:
+                        self._register_new()
+                        continue
                     end = link._readable()
-                except BaseException:  # _readable catches everything; keep reading the rest
-                    log.exception("the shared reader failed on %s", link.address)
-                    end = _END_OF_STREAM
+                except BaseException as exc:  # a bug: end that link, keep reading the rest
+                    log.exception("the shared reader failed")
+                    if link is None:
+                        continue
+                    end = f"internal error: {exc!r}", exc, None
                 if end is not None:
                     self._finish(link, end)
 
@@ -815,7 +822,11 @@ class _SharedReader:
         with self._lock:
             new, self._new = self._new, []
         for link, first in new:
-            end = link._start_reading(first)
+            try:
+                end = link._start_reading(first)
+            except BaseException as exc:  # a bug: still end the link rather than hang it
+                log.exception("the shared reader failed on %s", link.address)
+                end = f"internal error: {exc!r}", exc, None
             if end is None:
                 try:
                     self._selector.register(link._sock, selectors.EVENT_READ, link)
