@@ -646,20 +646,24 @@ class TcpTransport:
         self._last_recv = now
         return gap
 
-    def _readable(self) -> _End | None:
-        """The shared reader found the (plain) socket readable: read once, route what it
-        completes. Returns the end of the link (reason, cause, event), or None to go on."""
+    def _recv(self) -> bytes | _End | None:
+        """The shared reader found the (plain) socket readable: read once. Returns the data,
+        the end of the link (reason, cause, event), or None (nothing after all)."""
         try:
             data = self._sock.recv(_RECV_SIZE, socket.MSG_DONTWAIT)
-            if not data:
-                return _END_OF_STREAM
-            return self._route(self._decoder.feed(data), self._received())
         except BlockingIOError:
-            return None  # nothing after all (never for TCP; harmless)
-        except ProtocolError as exc:
-            return f"bad data from the server: {exc}", exc, None
+            return None  # never for TCP; harmless
         except OSError as exc:
             return _os_text(exc), exc, None
+        return data or _END_OF_STREAM
+
+    def _take_in(self, data: bytes, gap: float) -> _End | None:
+        """Route the commands ``data`` completes (shared reader). Returns the end of the link,
+        or None to go on."""
+        try:
+            return self._route(self._decoder.feed(data), gap)
+        except ProtocolError as exc:
+            return f"bad data from the server: {exc}", exc, None
         except BaseException as exc:  # a bug: still fail the link rather than hang callers
             log.exception("the reader of %s failed", self.address)
             return f"internal error: {exc!r}", exc, None
@@ -791,6 +795,7 @@ class _SharedReader:
 
     def _run(self) -> None:
         select_ready = self._selector.select
+        new = False
         while True:
             try:
                 ready = select_ready()
@@ -798,20 +803,38 @@ class _SharedReader:
                 log.exception("the shared reader's select failed")
                 time.sleep(0.1)
                 continue
+            # Read every ready link first, then route: routing wakes the requests waiting
+            # for replies, and a woken thread would take the GIL at this thread's next recv
+            # (a thread switch per link read, instead of one per round).
+            got: list[tuple[TcpTransport, bytes | _End]] = []
             for key, _ in ready:
                 link: TcpTransport | None = key.data
+                if link is None:
+                    new = True
+                    continue
                 try:
-                    if link is None:
-                        self._register_new()
-                        continue
-                    end = link._readable()
+                    data = link._recv()
                 except BaseException as exc:  # a bug: end that link, keep reading the rest
-                    log.exception("the shared reader failed")
-                    if link is None:
-                        continue
-                    end = f"internal error: {exc!r}", exc, None
+                    log.exception("the shared reader failed on %s", link.address)
+                    data = f"internal error: {exc!r}", exc, None
+                if data is not None:
+                    got.append((link, data))
+            now = time.monotonic()
+            for link, data in got:
+                if type(data) is bytes:
+                    gap = now - link._last_recv
+                    link._last_recv = now
+                    end = link._take_in(data, gap)
+                else:
+                    end = cast(_End, data)
                 if end is not None:
                     self._finish(link, end)
+            if new:
+                new = False
+                try:
+                    self._register_new()
+                except BaseException:  # a bug: keep reading the others
+                    log.exception("the shared reader failed to start reading a link")
 
     def _register_new(self) -> None:
         try:
