@@ -757,13 +757,14 @@ class TcpTransport:
 class _SharedReader:
     """The one thread that reads every plain-TCP link of the process.
 
-    Each link's socket is registered with one selector (epoll on Linux); when the socket is
-    readable the thread reads once (without blocking) and routes what that completes, then
-    goes on with the next ready link. A burst of replies to many connections (a group commit
-    answers every producer at once) thus costs one wake-up of this thread instead of one per
-    connection (64 connections sending persistent messages: ~1 thread switch fewer per
-    message). A link that ends is unregistered before its descriptor is closed, then ended
-    (``TcpTransport._end``) on this thread, once.
+    Each link's socket is registered with one selector (epoll on Linux). Each round, the
+    thread reads once (without blocking) from every readable link, then routes what each
+    read completes, link by link (each link's commands in order). A burst of replies to
+    many connections (a group commit answers every producer at once) thus costs one wake-up
+    of this thread instead of one per connection (64 connections sending persistent
+    messages on a busy 2-core host: client CPU ~57 -> ~44 us per message). A link that ends
+    is unregistered before its descriptor is closed, then ended (``TcpTransport._end``) on
+    this thread, once.
 
     ``on_event`` runs on this thread for every link, so it must not wait for anything a
     link's reading would bring (as with one reader per link); a ``close()`` called on this
