@@ -208,7 +208,7 @@ def test_events_reach_on_event_on_the_reader_before_the_reply(server: FakeServer
         )
         assert isinstance(t.request(c.Pull(consumer_id=2, messages=1, wait=False)), c.Ok)
         assert [d.message for d in events.delivered] == [b"m1"]
-        assert events.threads == {"ternmq-tcp-reader"}  # the shared reader of plain links
+        assert events.threads == {f"ternmq-tcp-reader-{server.address}"}
     finally:
         t.close()
 
@@ -425,7 +425,7 @@ def test_close_is_orderly_and_idempotent(server: FakeServer) -> None:
     connect(t)
     t.close()
     t.close()
-    assert t._read_done.is_set()
+    assert not t._reader.is_alive()
     assert t._ticker is not None and not t._ticker.is_alive()
     assert events.failed == []
     assert any(isinstance(cmd, c.Disconnect) for cmd in server.connections[0].received)
@@ -438,7 +438,7 @@ def test_abort_reports_a_loss_and_the_server_releases_the_connection(server: Fak
     t = transport(server, events)
     connect(t)
     t.abort()
-    assert t._read_done.is_set()
+    assert not t._reader.is_alive()
     assert len(events.failed) == 1
     assert server.connections[0].closed.wait(2)
     assert not any(isinstance(cmd, c.Disconnect) for cmd in server.connections[0].received)

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 A :class:`TcpTransport` has the interface of :class:`~ternmq.transport.vm.VmTransport`
 (``clock``, ``request``, ``submit``, ``send_oneway``, ``next_corr``, ``close``, and the
-``on_event`` callback), over one blocking socket:
+``on_event`` callback), over one blocking socket and two threads:
 
 - **Callers write.** ``request`` and ``send_oneway`` encode the command and write it with
   ``sendall`` on the caller's thread: no hand-off to a writer thread, whose wake-up would
@@ -12,27 +12,21 @@ A :class:`TcpTransport` has the interface of :class:`~ternmq.transport.vm.VmTran
   in a queue that the writer empties before it lets go, so under contention many frames
   leave in one ``sendall`` (64 threads sending non-persistent messages on one connection:
   median ~26,000 instead of ~16,000 messages/s; uncontended it is one ``sendall`` per frame).
-- **One reader thread per process reads every plain link** (:class:`_SharedReader`, a
-  selector over all their sockets; a TLS link has a reader thread of its own). For each
-  link it feeds what ``recv`` returns to the link's
-  :class:`~ternmq.protocol.frames.FrameDecoder` and routes each command: a reply
-  (``corr`` != 0) to the request waiting for it, an event (``Deliver``,
-  ``ConnectionFailed``) to ``on_event``, in the order the server sent them. Everything a
-  request causes arrives before its reply (``commands.py``), so when a request returns its
-  deliveries are already buffered. Sharing the thread means that replies reaching many
-  connections at once (a group commit answers every producer) cost one wake-up of it, not
-  one per connection: 64 connections sending persistent messages, client CPU per message
-  ~70 -> ~45 us on a busy 2-core host. Each request owns a
-  :class:`~ternmq.transport._pending.PendingReply` (a one-shot lock) in a dict keyed by
-  ``corr``; the reader resolves exactly that one. ``submit`` returns it without waiting, so
-  pipelined sends need no thread of their own. Measured against one shared ``Condition``
-  with 64 threads sending on one connection: ~18,000 against ~9,000 requests/s (a
-  ``notify_all`` per reply wakes 63 threads for nothing). The reader never writes: a server
-  that stops reading because this client stopped reading would otherwise deadlock the pair.
+- **One reader thread reads.** It feeds what ``recv`` returns to one
+  :class:`~ternmq.protocol.frames.FrameDecoder` and routes each command: a reply (``corr``
+  != 0) to the request waiting for it, an event (``Deliver``, ``ConnectionFailed``) to
+  ``on_event``, in the order the server sent them. Everything a request causes arrives before
+  its reply (``commands.py``), so when a request returns its deliveries are already buffered.
+  Each request owns a :class:`~ternmq.transport._pending.PendingReply` (a one-shot lock) in
+  a dict keyed by ``corr``; the reader resolves exactly that one. ``submit`` returns it
+  without waiting, so pipelined sends need no thread of their own. Measured against one
+  shared ``Condition`` with 64 threads sending on one connection: ~18,000 against ~9,000
+  requests/s (a ``notify_all`` per reply wakes 63 threads for nothing). The reader never
+  writes: a server that stops reading because this client stopped reading would otherwise
+  deadlock the pair.
 - **A heartbeat thread** (when ``heartbeat`` > 0) sends ``Heartbeat`` when nothing was sent
   for one interval, answers the server's heartbeats, and declares the peer dead when nothing
-  was received for two intervals: it shuts the socket down, which makes the reader see the
-  end of the stream.
+  was received for two intervals: it shuts the socket down, which ends the reader's ``recv``.
 
 Losing the link (end of stream, a socket error, a dead peer, a ``ConnectionFailed`` or an
 unsolicited ``Error`` from the server) is handled once, by the reader: every waiting request
@@ -55,9 +49,7 @@ import collections
 import dataclasses
 import itertools
 import logging
-import os
 import select
-import selectors
 import socket
 import ssl
 import threading
@@ -100,8 +92,6 @@ _HEARTBEAT_FRAME: Final = encode(Heartbeat())
 _RECV_SIZE: Final = 64 * 1024  # below malloc's mmap threshold: no mmap/munmap per recv
 _REPLY_TYPES: Final = frozenset(get_args(c.Reply))
 _CLOSE_WAIT: Final = 2.0  # seconds close() waits for the server to end the stream
-_End = tuple[str | None, BaseException | None, c.ConnectionFailed | None]  # see _lost
-_END_OF_STREAM: Final[_End] = (None, None, None)
 
 
 def format_address(host: str, port: int) -> str:
@@ -283,7 +273,6 @@ class TcpTransport:
         self._hb_wake = threading.Event()
         self._peer_interval = 0.0  # the server's heartbeat interval, as observed
         self._decoder = FrameDecoder(max_frame)
-        self._reader_ident = 0  # the thread that reads this link (close() never waits on it)
         self._sock = self._connect(host, port, connect_timeout)
         self._io: _PlainIO | _TlsIO
         try:
@@ -319,27 +308,13 @@ class TcpTransport:
         now = time.monotonic()
         self._last_sent = now
         self._last_recv = now
-        self._read_done = threading.Event()  # set once the reader is done with this link
-        self._reader: threading.Thread | None = None  # TLS only: plain links share one
-        if ssl_context is None:
-            try:
-                shared = _shared_reader()
-            except OSError as exc:
-                self._sock.close()
-                raise JMSException(
-                    f"cannot start reading from {self.address}: {_os_text(exc)}",
-                    linked_exception=exc,
-                ) from exc
-            self._reader_ident = shared.ident
-            shared.add(self, first)
-        else:
-            self._reader = threading.Thread(
-                target=self._read_loop,
-                args=(first,),
-                name=f"ternmq-tcp-reader-{self.address}",
-                daemon=True,
-            )
-            self._reader.start()
+        self._reader = threading.Thread(
+            target=self._read_loop,
+            args=(first,),
+            name=f"ternmq-tcp-reader-{self.address}",
+            daemon=True,
+        )
+        self._reader.start()
         self._ticker: threading.Thread | None = None
         if heartbeat > 0:
             self._ticker = threading.Thread(
@@ -492,9 +467,8 @@ class TcpTransport:
 
     def close(self) -> None:
         """Say goodbye (``Disconnect`` unless one was sent, best effort), end the stream and
-        wait for the reader to finish with the link (not when called on the reader's own
-        thread, from an ``on_event``: it finishes once back). Waiting requests wake with a
-        JMSException; no ``ConnectionFailed`` is delivered. Idempotent."""
+        join the reader. Waiting requests wake with a JMSException; no ``ConnectionFailed``
+        is delivered. Idempotent."""
         with self._state_lock:
             if self._closing:
                 return
@@ -528,16 +502,17 @@ class TcpTransport:
             self._sock.shutdown(socket.SHUT_WR)  # the server reads to the end, then closes
         except OSError:
             pass
-        done = self._read_done
-        # On the reader's own thread (an on_event), it ends the link once back from it.
-        if threading.get_ident() != self._reader_ident and not done.wait(_CLOSE_WAIT):
-            self._shutdown()  # the server did not close its side: stop reading anyway
-            done.wait(_CLOSE_WAIT)
+        reader = self._reader
+        if threading.current_thread() is not reader:
+            reader.join(_CLOSE_WAIT)
+            if reader.is_alive():  # the server did not close its side: stop reading anyway
+                self._shutdown()
+                reader.join(_CLOSE_WAIT)
         self._hb_wake.set()
         ticker = self._ticker
         if ticker is not None and threading.current_thread() is not ticker:
             ticker.join(_CLOSE_WAIT)
-        if done.is_set():
+        if not reader.is_alive():
             self._sock.close()
 
     # ---- failure ------------------------------------------------------------------------
@@ -602,105 +577,54 @@ class TcpTransport:
             log.exception("on_event raised on ConnectionFailed (ignored)")
 
     # ---- the reader -------------------------------------------------------------------
-    def _route(self, cmds: list[WireCommand], gap: float) -> _End | None:
-        """Hand received commands on, in order; the end of the link if one of them ends it.
-        ``gap``: seconds of silence before the data that carried them.
-
-        Raises:
-            ProtocolError: the server sent a command a server may not send.
-        """
-        pending = self._pending
-        on_event = self._on_event
-        for cmd in cmds:
-            t = type(cmd)
-            if t is c.Deliver:
-                try:
-                    on_event(cast(c.Deliver, cmd))
-                except Exception:
-                    log.exception("on_event raised on a delivery (ignored)")
-            elif t is Heartbeat:
-                # An idle server writes one after its interval of silence: learn it.
-                if gap > self._peer_interval:
-                    self._peer_interval = gap
-                self._hb_answer = True
-                self._hb_wake.set()
-            elif t is c.ConnectionFailed:
-                event = cast(c.ConnectionFailed, cmd)
-                return event.message, None, event
-            else:
-                reply = cast(c.Reply, cmd)
-                if reply.corr:
-                    waiter = pending.pop(reply.corr, None)
-                    if waiter is not None:
-                        waiter.resolve(reply)
-                elif type(reply) is c.Error:  # the server's last word: why it closes
-                    return f"{reply.kind}: {reply.message}", None, None
-                elif t not in _REPLY_TYPES:
-                    raise ProtocolError(f"a server may not send {t.__name__}")
-        return None
-
-    def _received(self) -> float:
-        """Note that data arrived; the seconds of silence before it."""
-        now = time.monotonic()
-        gap = now - self._last_recv
-        self._last_recv = now
-        return gap
-
-    def _recv(self) -> bytes | _End | None:
-        """The shared reader found the (plain) socket readable: read once. Returns the data,
-        the end of the link (reason, cause, event), or None (nothing after all)."""
-        try:
-            data = self._sock.recv(_RECV_SIZE, socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            return None  # never for TCP; harmless
-        except OSError as exc:
-            return _os_text(exc), exc, None
-        return data or _END_OF_STREAM
-
-    def _take_in(self, data: bytes, gap: float) -> _End | None:
-        """Route the commands ``data`` completes (shared reader). Returns the end of the link,
-        or None to go on."""
-        try:
-            return self._route(self._decoder.feed(data), gap)
-        except ProtocolError as exc:
-            return f"bad data from the server: {exc}", exc, None
-        except BaseException as exc:  # a bug: still fail the link rather than hang callers
-            log.exception("the reader of %s failed", self.address)
-            return f"internal error: {exc!r}", exc, None
-
-    def _start_reading(self, first: list[WireCommand]) -> _End | None:
-        """On the reader thread, first of all: route what came with the server's preamble."""
-        try:
-            return self._route(first, 0.0)
-        except ProtocolError as exc:
-            return f"bad data from the server: {exc}", exc, None
-
-    def _end(self, end: _End) -> None:
-        """On the reader thread, once, when nothing more will be read: report the loss and
-        free the descriptor (a failed connection may never be closed by its owner; later
-        writes fail with EBADF)."""
-        try:
-            self._lost(*end)
-        finally:
-            self._sock.close()
-            self._read_done.set()
-
     def _read_loop(self, first: list[WireCommand]) -> None:
-        """The reader thread of a TLS link."""
-        self._reader_ident = threading.get_ident()
         io = self._io
         decoder = self._decoder
-        end = self._start_reading(first)
+        pending = self._pending
+        on_event = self._on_event
+        reason: str | None = None  # None: end of stream
+        cause: BaseException | None = None
+        event: c.ConnectionFailed | None = None
+        cmds = first
+        gap = 0.0  # seconds of silence before the latest data
         try:
-            while end is None:
+            while True:
+                for cmd in cmds:
+                    t = type(cmd)
+                    if t is c.Deliver:
+                        try:
+                            on_event(cast(c.Deliver, cmd))
+                        except Exception:
+                            log.exception("on_event raised on a delivery (ignored)")
+                    elif t is Heartbeat:
+                        # An idle server writes one after its interval of silence: learn it.
+                        if gap > self._peer_interval:
+                            self._peer_interval = gap
+                        self._hb_answer = True
+                        self._hb_wake.set()
+                    elif t is c.ConnectionFailed:
+                        event = cast(c.ConnectionFailed, cmd)
+                        reason = event.message
+                        return
+                    else:
+                        reply = cast(c.Reply, cmd)
+                        if reply.corr:
+                            waiter = pending.pop(reply.corr, None)
+                            if waiter is not None:
+                                waiter.resolve(reply)
+                        elif type(reply) is c.Error:  # the server's last word: why it closes
+                            reason = f"{reply.kind}: {reply.message}"
+                            return
+                        elif t not in _REPLY_TYPES:
+                            raise ProtocolError(f"a server may not send {t.__name__}")
                 try:
                     data = io.recv()
                 except EOFError:
-                    end = _END_OF_STREAM
-                    break
-                gap = self._received()
-                if data:
-                    end = self._route(decoder.feed(data), gap)
+                    return
+                now = time.monotonic()
+                gap = now - self._last_recv
+                self._last_recv = now
+                cmds = decoder.feed(data) if data else []
                 if io.has_output():
                     # TLS records made by reading (a key update answer). This thread never
                     # writes: a writer blocked on a full socket needs it to keep reading. The
@@ -708,14 +632,20 @@ class TcpTransport:
                     self._hb_answer = True
                     self._hb_wake.set()
         except ProtocolError as exc:
-            end = f"bad data from the server: {exc}", exc, None
+            reason = f"bad data from the server: {exc}"
+            cause = exc
         except OSError as exc:
-            end = _os_text(exc), exc, None
+            reason = _os_text(exc)
+            cause = exc
         except BaseException as exc:  # a bug: still fail the link rather than hang callers
             log.exception("the reader of %s failed", self.address)
-            end = f"internal error: {exc!r}", exc, None
+            reason = f"internal error: {exc!r}"
+            cause = exc
         finally:
-            self._end(end or _END_OF_STREAM)
+            self._lost(reason, cause, event)
+            # Nothing more will be read or written: free the descriptor now (a failed
+            # connection may never be closed by its owner). Later writes fail with EBADF.
+            self._sock.close()
 
     # ---- heartbeats ---------------------------------------------------------------------
     def _heartbeat_loop(self) -> None:
@@ -752,153 +682,6 @@ class TcpTransport:
             if delay > 0:
                 wake.wait(delay)
                 wake.clear()
-
-
-class _SharedReader:
-    """The one thread that reads every plain-TCP link of the process.
-
-    Each link's socket is registered with one selector (epoll on Linux). Each round, the
-    thread reads once (without blocking) from every readable link, then routes what each
-    read completes, link by link (each link's commands in order). A burst of replies to
-    many connections (a group commit answers every producer at once) thus costs one wake-up
-    of this thread instead of one per connection (64 connections sending persistent
-    messages on a busy 2-core host: client CPU ~57 -> ~44 us per message). A link that ends
-    is unregistered before its descriptor is closed, then ended (``TcpTransport._end``) on
-    this thread, once.
-
-    ``on_event`` runs on this thread for every link, so it must not wait for anything a
-    link's reading would bring (as with one reader per link); a ``close()`` called on this
-    thread does not wait for any link's reader. TLS links keep a thread each: an
-    ``SSLObject`` is read under its own lock, and a record may need more than one read.
-    """
-
-    def __init__(self) -> None:
-        self._selector = selectors.DefaultSelector()
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._wake_w.setblocking(False)
-        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
-        self._lock = threading.Lock()
-        self._new: list[tuple[TcpTransport, list[WireCommand]]] = []
-        thread = threading.Thread(target=self._run, name="ternmq-tcp-reader", daemon=True)
-        thread.start()
-        assert thread.ident is not None
-        self.ident: int = thread.ident
-
-    def add(self, link: TcpTransport, first: list[WireCommand]) -> None:
-        """Start reading ``link`` (``first``: the commands that came with its preamble)."""
-        with self._lock:
-            self._new.append((link, first))
-        try:
-            self._wake_w.send(b"\0")
-        except BlockingIOError:
-            pass  # the wake-up pipe is full: the thread is due to wake anyway
-
-    def _run(self) -> None:
-        select_ready = self._selector.select
-        new = False
-        while True:
-            try:
-                ready = select_ready()
-            except OSError:  # never expected (EINTR is retried): do not spin on it
-                log.exception("the shared reader's select failed")
-                time.sleep(0.1)
-                continue
-            # Read every ready link first, then route: routing wakes the requests waiting
-            # for replies, and a woken thread would take the GIL at this thread's next recv
-            # (a thread switch per link read, instead of one per round).
-            got: list[tuple[TcpTransport, bytes | _End]] = []
-            for key, _ in ready:
-                link: TcpTransport | None = key.data
-                if link is None:
-                    new = True
-                    continue
-                try:
-                    data = link._recv()
-                except BaseException as exc:  # a bug: end that link, keep reading the rest
-                    log.exception("the shared reader failed on %s", link.address)
-                    data = f"internal error: {exc!r}", exc, None
-                if data is not None:
-                    got.append((link, data))
-            now = time.monotonic()
-            for link, data in got:
-                if type(data) is bytes:
-                    gap = now - link._last_recv
-                    link._last_recv = now
-                    end = link._take_in(data, gap)
-                else:
-                    end = cast(_End, data)
-                if end is not None:
-                    self._finish(link, end)
-            if new:
-                new = False
-                try:
-                    self._register_new()
-                except BaseException:  # a bug: keep reading the others
-                    log.exception("the shared reader failed to start reading a link")
-
-    def _register_new(self) -> None:
-        try:
-            while self._wake_r.recv(4096):
-                pass
-        except BlockingIOError:
-            pass
-        with self._lock:
-            new, self._new = self._new, []
-        for link, first in new:
-            try:
-                end = link._start_reading(first)
-            except BaseException as exc:  # a bug: still end the link rather than hang it
-                log.exception("the shared reader failed on %s", link.address)
-                end = f"internal error: {exc!r}", exc, None
-            if end is None:
-                try:
-                    self._selector.register(link._sock, selectors.EVENT_READ, link)
-                    continue
-                except (OSError, ValueError) as exc:  # closed meanwhile (EBADF, fd -1)
-                    end = _os_text(exc), exc, None
-            self._end(link, end)
-
-    def _finish(self, link: TcpTransport, end: _End) -> None:
-        try:
-            self._selector.unregister(link._sock)
-        except (KeyError, ValueError):
-            log.exception("unregistering %s", link.address)
-        self._end(link, end)
-
-    @staticmethod
-    def _end(link: TcpTransport, end: _End) -> None:
-        try:
-            link._end(end)
-        except BaseException:
-            log.exception("ending the link to %s failed", link.address)
-
-
-_the_reader: _SharedReader | None = None
-_the_reader_lock = threading.Lock()
-
-
-def _shared_reader() -> _SharedReader:
-    """The process's shared reader, started on first use.
-
-    Raises:
-        OSError: its wake-up socket pair or selector could not be made (out of descriptors).
-    """
-    global _the_reader
-    with _the_reader_lock:
-        if _the_reader is None:
-            _the_reader = _SharedReader()
-        return _the_reader
-
-
-def _forget_reader() -> None:
-    """In a forked child: the parent's reader thread is not there; start a new one if asked."""
-    global _the_reader, _the_reader_lock
-    _the_reader = None
-    _the_reader_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_reader)
 
 
 # ---- URLs ------------------------------------------------------------------------------------
