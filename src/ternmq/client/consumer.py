@@ -162,7 +162,14 @@ class MessageConsumer:
             if self._receiving:
                 raise IllegalStateException("another thread is already receiving on this consumer")
             self._receiving = True
+            d = self._take()  # a buffered message: no second round of the lock
+            epoch = session._epoch
         try:
+            if d is not None:
+                msg = session._hand_over(self, d, epoch)
+                if msg is not None:
+                    session._after_receive(d.delivery_id, epoch)
+                    return msg
             return self._receive(timeout)
         finally:
             with cond:

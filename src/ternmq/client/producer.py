@@ -166,7 +166,12 @@ class MessageProducer:
                 once, here, when ``block_on_non_persistent_send`` is off).
             TypeError: ``completion_listener`` lacks ``on_completion`` or ``on_exception``.
         """
-        message, dest = self._parse_args(args, destination)
+        bound = self._destination
+        first = args[0] if len(args) == 1 else None
+        if destination is None and bound is not None and isinstance(first, Message):
+            message, dest = first, bound  # send(message) on a bound producer: nothing to parse
+        else:
+            message, dest = self._parse_args(args, destination)
         if completion_listener is not None and not (
             callable(getattr(completion_listener, "on_completion", None))
             and callable(getattr(completion_listener, "on_exception", None))

@@ -594,10 +594,11 @@ class Session:
             return None
         msg = decode_message(d.message)
         props = msg._properties
-        for name in _PROVIDER_JMSX:  # PROP-23: values a sender put there are not trusted
-            if name in props:
-                del props[name]
-                del msg._property_types[name]
+        if props:  # most messages have none: skip the scrub
+            for name in _PROVIDER_JMSX:  # PROP-23: values a sender put there are not trusted
+                if name in props:
+                    del props[name]
+                    del msg._property_types[name]
         count = d.delivery_count
         msg._redelivered = count > 1
         msg._properties["JMSXDeliveryCount"] = count
@@ -831,6 +832,9 @@ class Session:
 
     def _settle(self, item: tuple[PendingReply, Destination]) -> None:
         pending, dest = item
+        reply = pending.reply
+        if reply is not None and type(reply) is not c.Error:
+            return  # answered and accepted (set once, before the handle is released)
         try:
             check_reply(pending.result())
         except JMSException as exc:

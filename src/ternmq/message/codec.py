@@ -262,6 +262,7 @@ _KIND_NAMES: Final = (
 )
 _LEADS: Final = tuple(f"TQ{FORMAT_VERSION}{letter}" for letter in _KIND_LETTERS)
 _HEAD_LEN: Final = 6  # fixarray header, str header, "TQ", version, kind
+_EMPTY_MAP: Final = b"\x80"  # MessagePack's empty map (fixmap of 0 entries)
 
 # The elements of the array, for error messages.
 _FIELDS: Final = (
@@ -800,6 +801,30 @@ def _as_octets(data: object) -> memoryview:
         ) from None
 
 
+def _properties(
+    decoding: _Decoding, kind: int, key: bytes, props_raw: msgspec.Raw
+) -> tuple[dict[str, Any], dict[str, T]]:
+    """The properties and their types: by the specialised decoder of the property-types map
+    ``key`` once there is one, else the generic way.
+
+    Raises:
+        MessageDecodeError: malformed properties (CodecLimitError past a limit).
+    """
+    plan = decoding.plans.get(key)
+    if plan is None or memoryview(props_raw)[: len(plan[2])] != plan[2]:
+        return decoding.properties(kind, key, props_raw)
+    try:
+        props = plan[0].decode(props_raw)
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+        # Rejected by the fast path: let the generic path say why, so the error text
+        # does not depend on which path ran (only the error case pays twice).
+        decoding.properties(kind, key, props_raw)
+        raise _bad(kind, "properties: rejected by the property decoder") from None
+    if plan[3]:
+        _check_float_properties(kind, props, plan[3])
+    return props, plan[1].copy()
+
+
 def decode_message(
     data: bytes | bytearray | memoryview, *, limits: CodecLimits = DEFAULT_LIMITS
 ) -> Message:
@@ -845,20 +870,11 @@ def decode_message(
     if type(cid) is tuple:
         cid = cid[0]
     key = bytes(types_raw)
-    plan = decoding.plans.get(key)
-    if plan is not None and memoryview(props_raw)[: len(plan[2])] == plan[2]:
-        try:
-            props = plan[0].decode(props_raw)
-        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
-            # Rejected by the fast path: let the generic path say why, so the error text
-            # does not depend on which path ran (only the error case pays twice).
-            decoding.properties(kind, key, props_raw)
-            raise _bad(kind, "properties: rejected by the property decoder") from None
-        if plan[3]:
-            _check_float_properties(kind, props, plan[3])
-        types = plan[1].copy()
+    if key == _EMPTY_MAP and bytes(props_raw) == _EMPTY_MAP:  # no properties: most messages
+        props: dict[str, Any] = {}
+        types: dict[str, T] = {}
     else:
-        props, types = decoding.properties(kind, key, props_raw)
+        props, types = _properties(decoding, kind, key, props_raw)
     if reply_to is not None:
         reply_to = _DEST_CACHE.get(reply_to) or _parse_destination(reply_to, "reply_to")
     if dest is not None:

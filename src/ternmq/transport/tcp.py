@@ -438,8 +438,16 @@ class TcpTransport:
                 request learns of the loss from the reader's sweep).
         """
         out = self._out
-        out.append(frame)
         lock = self._send_lock
+        if not out and lock.acquire(blocking=False):  # uncontended: straight out
+            try:
+                self._io.send(frame)
+            finally:
+                lock.release()
+            if not out:
+                return
+        else:
+            out.append(frame)
         while out and lock.acquire(blocking=False):
             try:
                 if len(out) == 1:
