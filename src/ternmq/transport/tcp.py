@@ -431,7 +431,8 @@ class TcpTransport:
     def _write(self, frame: bytes) -> None:
         """Queue ``frame`` and write the queue if no other thread is writing; else the thread
         that is writes it (it checks the queue again after releasing the send lock). Under
-        contention many frames leave in one ``sendall``; uncontended, this is one ``sendall``.
+        contention many frames leave in one ``sendall``; uncontended (nothing queued, the
+        lock free) the frame goes straight to ``sendall`` without passing through the queue.
 
         Raises:
             OSError: the socket failed (the frame may have been someone else's: every waiting
