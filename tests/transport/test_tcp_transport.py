@@ -17,6 +17,7 @@ import pytest
 from ternmq import ConnectionFactory, JMSException, Queue, TextMessage
 from ternmq.protocol import commands as c
 from ternmq.protocol.frames import MAGIC, PREAMBLE, Heartbeat, encode
+from ternmq.transport import tcp
 from ternmq.transport.tcp import TcpTransport
 
 from ._certs import make_cert
@@ -192,6 +193,79 @@ def test_oneway_sends_do_not_wait_and_keep_their_order() -> None:
             assert all(cr.corr == 0 for cr in got)
         finally:
             t.close()
+
+
+class WriteCounter:
+    """Counts the transport's socket writes (each a ``sendall``)."""
+
+    def __init__(self, t: TcpTransport) -> None:
+        self.writes = 0
+        self._send = t._io.send
+        t._io.send = self  # type: ignore[method-assign]
+
+    def __call__(self, data: bytes) -> None:
+        self.writes += 1
+        self._send(data)
+
+
+def credits_received(srv: FakeServer) -> list[int]:
+    return [cmd.messages for cmd in srv.connections[0].received if isinstance(cmd, c.Credit)]
+
+
+def test_lazy_frames_leave_together_and_within_the_linger(server: FakeServer) -> None:
+    """A lazy one-way frame waits for company: 100 of them leave in one write per
+    LINGER_FRAMES plus one for the rest, which the flusher writes about LINGER_S after it
+    was queued although the caller does nothing more; the order is kept."""
+    t = transport(server)
+    try:
+        connect(t)
+        counter = WriteCounter(t)
+        for i in range(1, 101):
+            t.send_oneway(c.Credit(consumer_id=1, messages=i), lazy=True)
+        assert counter.writes == 100 // tcp.LINGER_FRAMES
+        assert wait_until(lambda: len(credits_received(server)) == 100, 2.0)
+        assert credits_received(server) == list(range(1, 101))
+        assert counter.writes == 100 // tcp.LINGER_FRAMES + 1
+    finally:
+        t.close()
+
+
+def test_a_request_takes_the_lazy_frames_before_it_with_it(server: FakeServer) -> None:
+    """Lazy frames queued before a request leave with it, first, in one write; waiting on a
+    lazily submitted request writes it at once instead of after the linger."""
+    t = transport(server)
+    t._flusher = tcp._Flusher(linger=3.0)
+    try:
+        connect(t)
+        counter = WriteCounter(t)
+        for i in range(1, 4):
+            t.send_oneway(c.Credit(consumer_id=1, messages=i), lazy=True)
+        t.request(c.CreateTemporary())
+        assert counter.writes == 1
+        assert credits_received(server) == [1, 2, 3]
+        handle = t.submit(c.CreateTemporary(), lazy=True)
+        start = time.monotonic()
+        assert handle.wait(2.0)
+        assert time.monotonic() - start < 1.0
+        assert counter.writes == 2
+    finally:
+        t.close()
+
+
+def test_auto_acknowledgements_reach_the_broker_without_another_call() -> None:
+    """An AUTO_ACKNOWLEDGE acknowledgement is lazy; it reaches the server although the
+    application makes no further call after receive() (the flusher writes it)."""
+    with FakeServer() as srv:
+        factory = ConnectionFactory(srv.url, block_on_non_persistent_send=False)
+        with factory.create_connection() as conn:
+            session = conn.create_session()
+            consumer = session.create_consumer(Queue("lazy"))
+            conn.start()
+            session.create_producer(Queue("lazy")).send(session.create_text_message("hi"))
+            m = consumer.receive(2)
+            assert isinstance(m, TextMessage) and m.text == "hi"
+            acked = lambda: any(isinstance(x, c.Ack) for x in srv.connections[0].received)  # noqa: E731
+            assert wait_until(acked, 2.0)
 
 
 def test_events_reach_on_event_on_the_reader_before_the_reply(server: FakeServer) -> None:

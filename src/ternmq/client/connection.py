@@ -507,9 +507,10 @@ class Connection:
                     continue  # safe to repeat on the new link
                 raise self._in_doubt(req, exc) from exc
 
-    def submit(self, req: c.Request) -> PendingReply:
+    def submit(self, req: c.Request, lazy: bool = False) -> PendingReply:
         """Send a request without waiting; its reply (or the link's failure) resolves the
-        returned handle.
+        returned handle. ``lazy``: over a network the request may wait a moment for company
+        (waiting on the handle writes it at once).
 
         Raises:
             JMSException: the link is already lost or closed.
@@ -519,17 +520,20 @@ class Connection:
             assert pending is not None
             return pending
         try:
-            return self._transport.submit(req)  # type: ignore[no-any-return]
+            return self._transport.submit(req, lazy)  # type: ignore[no-any-return]
         except JMSException:
             raise
         except OSError as exc:
             raise JMSException(f"broker link failed: {exc}", linked_exception=exc) from exc
 
-    def oneway(self, req: c.Request, bound: Session | None = None, epoch: int = 0) -> None:
+    def oneway(
+        self, req: c.Request, bound: Session | None = None, epoch: int = 0, lazy: bool = False
+    ) -> None:
         """Send a request that needs no reply (dropped if the link is lost). ``bound`` and
-        ``epoch`` as for :meth:`request`: a request bound to an older link is dropped."""
+        ``epoch`` as for :meth:`request`: a request bound to an older link is dropped.
+        ``lazy`` as for :meth:`submit`."""
         if self._failover is None:
-            self._transport.send_oneway(req)
+            self._transport.send_oneway(req, lazy)
             return
         try:
             transport = self._link()
@@ -537,7 +541,11 @@ class Connection:
             return  # closed, or given up waiting: what it acknowledged comes back anyway
         if bound is not None and bound._epoch != epoch:
             return
-        transport.send_oneway(req)
+        transport.send_oneway(req, lazy)
+
+    def flush(self) -> None:
+        """Write what waits for company (lazy requests) now: before a thread blocks."""
+        self._transport.flush()
 
     def next_corr(self) -> int:
         """A fresh request correlation number."""

@@ -125,7 +125,9 @@ class MessageConsumer:
         if self._consumed >= max(1, self._prefetch // 2):
             n, self._consumed = self._consumed, 0
             session = self._session
-            session._connection.oneway(c.Credit(consumer_id=self._id, messages=n), session, epoch)
+            session._connection.oneway(
+                c.Credit(consumer_id=self._id, messages=n), session, epoch, lazy=True
+            )
 
     def _grant_initial_credit(self) -> None:
         if not self._credit_granted and not self._closed:
@@ -183,6 +185,7 @@ class MessageConsumer:
         deadline = None if timeout is None else time.monotonic() + timeout
         pulled: int | None = None  # the session epoch of our open pull (a failover ends it)
         while True:
+            conn.flush()  # acknowledgements and credit waiting for company: before blocking
             with cond:
                 while True:
                     d = self._take()

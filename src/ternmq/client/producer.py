@@ -286,7 +286,7 @@ class MessageProducer:
             if mode == DeliveryMode.PERSISTENT or conn.block_np_sends:
                 check_reply(conn.request(req))  # PROD-13: wait for the broker's receipt
             else:  # A-08 relaxed on request: pipelined, a failure surfaces at the next send
-                session._pipeline(conn.submit(req), dest)
+                session._pipeline(conn.submit(req, lazy=True), dest)
             return
         try:
             pending: PendingReply | None = conn.submit(req)

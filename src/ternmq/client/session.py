@@ -622,7 +622,9 @@ class Session:
         """Automatic acknowledgement after ``receive`` returned a message read in ``epoch``."""
         mode = self._mode
         if mode == self.AUTO_ACKNOWLEDGE:
-            self._connection.oneway(c.Ack(session_id=self._id, delivery_ids=[did]), self, epoch)
+            self._connection.oneway(
+                c.Ack(session_id=self._id, delivery_ids=[did]), self, epoch, lazy=True
+            )
         elif mode == self.DUPS_OK_ACKNOWLEDGE:
             if epoch != self._dups_epoch:
                 self._dups_pending = []  # ids of a lost link: the broker took them back
@@ -686,6 +688,9 @@ class Session:
                         self._current_delivery = None
                         self._recovered_in_listener = False
                         self._cond.notify_all()
+                        idle = not any(k._buffer for k in self._consumers.values())
+                if idle:
+                    conn.flush()  # the acknowledgement waits for no company: nothing follows
         finally:
             conn._listener_threads.discard(self._listener_ident)
             with self._cond:

@@ -21,13 +21,14 @@ __all__ = ["PendingReply", "await_reply", "fail_all"]
 class PendingReply:
     """One request's reply: a lock the transport releases once, when the answer is known."""
 
-    __slots__ = ("_lock", "error", "reply")
+    __slots__ = ("_lock", "error", "flush", "reply")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._lock.acquire()
         self.reply: c.Reply | None = None
         self.error: JMSException | None = None
+        self.flush: Callable[[], None] | None = None  # writes the request if it was deferred
 
     def resolve(self, reply: c.Reply | None, error: JMSException | None = None) -> None:
         """Give the answer (the transport's reader, once): ``reply`` or ``error``."""
@@ -42,6 +43,8 @@ class PendingReply:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: for ever); True once the answer is known."""
+        if self.flush is not None and self._lock.locked():
+            self.flush()
         if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
             return False
         self._lock.release()  # stays done for any later look

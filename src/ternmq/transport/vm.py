@@ -376,7 +376,7 @@ class VmTransport:
         handle = self.submit(req)
         return await_reply(self._pending, req.corr, handle, timeout, self.embedded.url)
 
-    def submit(self, req: c.Request) -> PendingReply:
+    def submit(self, req: c.Request, lazy: bool = False) -> PendingReply:
         """Send ``req`` and return at once; the broker's reply resolves the returned handle
         (often before this returns: the broker runs on the caller's thread when it is free).
 
@@ -403,9 +403,12 @@ class VmTransport:
         """A fresh correlation number for a request built by the caller."""
         return next(self._corr)
 
-    def send_oneway(self, req: c.Request) -> None:
+    def send_oneway(self, req: c.Request, lazy: bool = False) -> None:
         """Send ``req`` without waiting (its ``corr`` is 0: the broker sends no reply)."""
         self.embedded._post(self._conn, req)
+
+    def flush(self) -> None:
+        """Nothing waits here (``lazy`` means nothing in-process)."""
 
     def close(self) -> None:
         """Drop the link; the broker releases whatever the connection still held. Requests
