@@ -7,6 +7,8 @@ import random
 import re
 import socket
 import ssl
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -266,6 +268,27 @@ def test_auto_acknowledgements_reach_the_broker_without_another_call() -> None:
             assert isinstance(m, TextMessage) and m.text == "hi"
             acked = lambda: any(isinstance(x, c.Ack) for x in srv.connections[0].received)  # noqa: E731
             assert wait_until(acked, 2.0)
+
+
+def test_a_lazy_send_leaves_when_the_process_exits_without_close(server: FakeServer) -> None:
+    """A script that sends a pipelined NON_PERSISTENT message and ends without closing its
+    connection still delivers it: the flusher writes what waits at interpreter exit."""
+    script = (
+        "import sys\n"
+        "from ternmq import ConnectionFactory, DeliveryMode, Queue\n"
+        "from ternmq.transport import tcp\n"
+        "tcp._FLUSHER.linger = 60.0\n"
+        "conn = ConnectionFactory(sys.argv[1], block_on_non_persistent_send=False)"
+        ".create_connection()\n"
+        "s = conn.create_session()\n"
+        "p = s.create_producer(Queue('exit'))\n"
+        "p.delivery_mode = DeliveryMode.NON_PERSISTENT\n"
+        "p.send(s.create_text_message('bye'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, server.url], timeout=30, check=False)
+    assert done.returncode == 0
+    sends = lambda: [x for x in server.connections[0].received if isinstance(x, c.Send)]  # noqa: E731
+    assert wait_until(lambda: len(sends()) == 1, 2.0)
 
 
 def test_events_reach_on_event_on_the_reader_before_the_reply(server: FakeServer) -> None:

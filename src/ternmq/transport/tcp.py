@@ -55,6 +55,7 @@ records that reading produces (a key update answer) leave with the next frame se
 
 from __future__ import annotations
 
+import atexit
 import collections
 import dataclasses
 import itertools
@@ -125,8 +126,16 @@ class _Flusher:
                     target=self._run, name="ternmq-tcp-flusher", daemon=True
                 )
                 self._thread.start()
+                atexit.register(self.flush_now)  # a script that ends without close()
             elif len(self._armed) == 1:
                 self._cond.notify()
+
+    def flush_now(self) -> None:
+        """Write every armed transport's queue now (at exit: daemon threads just stop)."""
+        with self._cond:
+            batch, self._armed = self._armed, []
+        for transport in batch:
+            transport._linger_over()
 
     def _run(self) -> None:
         cond = self._cond
@@ -135,10 +144,7 @@ class _Flusher:
                 while not self._armed:
                     cond.wait()
             time.sleep(self.linger)
-            with cond:
-                batch, self._armed = self._armed, []
-            for transport in batch:
-                transport._linger_over()
+            self.flush_now()
 
 
 _FLUSHER: Final = _Flusher(LINGER_S)
