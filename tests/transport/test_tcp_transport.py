@@ -254,20 +254,21 @@ def test_a_request_takes_the_lazy_frames_before_it_with_it(server: FakeServer) -
         t.close()
 
 
-def test_auto_acknowledgements_reach_the_broker_without_another_call() -> None:
-    """An AUTO_ACKNOWLEDGE acknowledgement is lazy; it reaches the server although the
-    application makes no further call after receive() (the flusher writes it)."""
-    with FakeServer() as srv:
-        factory = ConnectionFactory(srv.url, block_on_non_persistent_send=False)
-        with factory.create_connection() as conn:
-            session = conn.create_session()
-            consumer = session.create_consumer(Queue("lazy"))
-            conn.start()
-            session.create_producer(Queue("lazy")).send(session.create_text_message("hi"))
-            m = consumer.receive(2)
-            assert isinstance(m, TextMessage) and m.text == "hi"
-            acked = lambda: any(isinstance(x, c.Ack) for x in srv.connections[0].received)  # noqa: E731
-            assert wait_until(acked, 2.0)
+def test_auto_acknowledgements_are_not_lazy(server: FakeServer) -> None:
+    """REL-05: in AUTO_ACKNOWLEDGE only the last consumed message may come back after a
+    failure, so an acknowledgement is written before receive() returns the next message, not
+    left to the flusher (here one that would wait a minute)."""
+    factory = ConnectionFactory(server.url, block_on_non_persistent_send=False)
+    with factory.create_connection() as conn:
+        conn._transport._flusher = tcp._Flusher(linger=60.0)
+        session = conn.create_session()
+        consumer = session.create_consumer(Queue("eager"))
+        conn.start()
+        session.create_producer(Queue("eager")).send(session.create_text_message("hi"))
+        m = consumer.receive(2)
+        assert isinstance(m, TextMessage) and m.text == "hi"
+        acked = lambda: any(isinstance(x, c.Ack) for x in server.connections[0].received)  # noqa: E731
+        assert wait_until(acked, 2.0)
 
 
 def test_a_lazy_send_leaves_when_the_process_exits_without_close(server: FakeServer) -> None:

@@ -622,9 +622,9 @@ class Session:
         """Automatic acknowledgement after ``receive`` returned a message read in ``epoch``."""
         mode = self._mode
         if mode == self.AUTO_ACKNOWLEDGE:
-            self._connection.oneway(
-                c.Ack(session_id=self._id, delivery_ids=[did]), self, epoch, lazy=True
-            )
+            # Written at once, never lazy: only the last consumed message may come back
+            # after a failure (REL-05); DUPS_OK_ACKNOWLEDGE is the batched mode.
+            self._connection.oneway(c.Ack(session_id=self._id, delivery_ids=[did]), self, epoch)
         elif mode == self.DUPS_OK_ACKNOWLEDGE:
             if epoch != self._dups_epoch:
                 self._dups_pending = []  # ids of a lost link: the broker took them back
