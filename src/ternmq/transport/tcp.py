@@ -61,6 +61,7 @@ import collections
 import dataclasses
 import itertools
 import logging
+import queue
 import select
 import socket
 import ssl
@@ -110,40 +111,42 @@ LINGER_FRAMES: Final = 32  # ... or until this many frames are queued
 
 class _Flusher:
     """A daemon thread that writes deferred frames ``linger`` seconds after the first of a
-    burst was queued (see ``TcpTransport.submit(lazy=True)``); one serves the process."""
+    burst was queued (see ``TcpTransport.submit(lazy=True)``); one serves the process. Armed
+    through a ``SimpleQueue``: a put is a C call, where a ``Condition.notify`` was ~15 % of a
+    pipelining client's time under the profiler."""
 
     def __init__(self, linger: float) -> None:
         self.linger = linger
-        self._cond = threading.Condition(threading.Lock())
-        self._armed: list[TcpTransport] = []
+        self._armed: queue.SimpleQueue[TcpTransport] = queue.SimpleQueue()
+        self._start = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._holding: TcpTransport | None = None  # taken from the queue, linger running
 
     def arm(self, transport: TcpTransport) -> None:
-        """Write ``transport``'s queue about ``LINGER_S`` from now."""
-        with self._cond:
-            self._armed.append(transport)
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="ternmq-tcp-flusher", daemon=True
-                )
-                self._thread.start()
-                atexit.register(self.flush_now)  # a script that ends without close()
-            elif len(self._armed) == 1:
-                self._cond.notify()
+        """Write ``transport``'s queue about ``linger`` seconds from now."""
+        self._armed.put(transport)
+        if self._thread is None:
+            with self._start:
+                if self._thread is None:
+                    self._thread = threading.Thread(
+                        target=self._run, name="ternmq-tcp-flusher", daemon=True
+                    )
+                    self._thread.start()
+                    atexit.register(self.flush_now)  # a script that ends without close()
 
     def flush_now(self) -> None:
         """Write every armed transport's queue now (at exit: daemon threads just stop)."""
-        with self._cond:
-            batch, self._armed = self._armed, []
-        for transport in batch:
-            transport._linger_over()
+        holding = self._holding
+        if holding is not None:
+            holding._linger_over()
+        armed = self._armed
+        while not armed.empty():
+            armed.get()._linger_over()
 
     def _run(self) -> None:
-        cond = self._cond
+        armed = self._armed
         while True:
-            with cond:
-                while not self._armed:
-                    cond.wait()
+            self._holding = armed.get()
             time.sleep(self.linger)
             self.flush_now()
 
