@@ -7,7 +7,10 @@ each; the server is a separate process on a fresh data directory, fsync "always"
                  so this is bound by the round-trip time.
   np pipelined   the same with block_on_non_persistent_send=false: sends do not wait for the
                  receipt (at most 1,000 in flight per session), as ActiveMQ and Artemis send
-                 non-persistent messages by default
+                 non-persistent messages by default; the client writes them in batches
+                 (transport/tcp.py "lazy" frames); also with a DUPS_OK_ACKNOWLEDGE consumer,
+                 whose acknowledgements are batched too (AUTO_ACKNOWLEDGE writes one per
+                 message: REL-05)
   persistent x1  PERSISTENT synchronous sends from 1 producer (receipt after fsync)
   persistent x64 the same from 64 producer threads, one connection each (group commit
                  shares the fsyncs)
@@ -106,11 +109,13 @@ def _drain(factory: ConnectionFactory, q: Queue) -> None:
             pass
 
 
-def run_queue(factory: ConnectionFactory, count: int) -> float:
-    """1 -> 1 NON_PERSISTENT: messages/s, first send to last receive."""
+def run_queue(
+    factory: ConnectionFactory, count: int, mode: int = Session.AUTO_ACKNOWLEDGE
+) -> float:
+    """1 -> 1 NON_PERSISTENT (consumer in ``mode``): messages/s, first send to last receive."""
     q = Queue(_name())
     ready, done = threading.Event(), []
-    t = threading.Thread(target=consume, args=(factory, q, count, ready, done))
+    t = threading.Thread(target=consume, args=(factory, q, count, ready, done, mode))
     t.start()
     ready.wait(10)
     with factory.create_connection() as conn:
@@ -310,6 +315,9 @@ def main(argv: list[str] | None = None) -> None:
         scenarios = {
             "np 1->1 (sync sends)": lambda: run_queue(factory, args.count),
             "np 1->1 (pipelined sends)": lambda: run_queue(pipelined, args.count * 3),
+            "np 1->1 (pipelined, DUPS_OK)": lambda: run_queue(
+                pipelined, args.count * 3, Session.DUPS_OK_ACKNOWLEDGE
+            ),
             "persistent x1 (sync sends)": lambda: run_persistent(factory, 1, args.count // 10),
             "persistent x64 (sync sends)": lambda: run_persistent(factory, 64, args.count // 100),
             "persistent x64, one connection": lambda: run_shared(
