@@ -58,16 +58,21 @@ class EmbeddedBroker:
 
     Args:
         name: the broker's name (its URL is ``vm://NAME``).
-        data_dir: directory for a persistent store (not available yet: see below).
+        data_dir: directory of the durable SQLite store (created if missing; :meth:`start`
+            recovers what it holds); None keeps everything in this process's memory.
         clock: time source; a :class:`FakeClock` makes time-driven behaviour deterministic.
         store: an explicit store (default: a :class:`MemoryStore`, durable for the process).
         users: ``{user: password}`` to require authentication (default: anyone may connect).
-        **settings: :class:`~ternmq.broker.config.BrokerConfig` fields, and destination-policy
-            fields such as ``max_delivery_attempts`` that set the default policy.
+        **settings: :class:`~ternmq.broker.config.BrokerConfig` fields, destination-policy
+            fields such as ``max_delivery_attempts`` that set the default policy, and with a
+            ``data_dir`` ``fsync`` (``"always"``, the default, or ``"batch"``) and
+            ``fsync_interval`` (seconds, for ``"batch"``).
 
     Raises:
-        JMSException: ``data_dir`` was given (the durable store is not part of this build).
-        TypeError: an unknown setting.
+        TypeError: an unknown setting, or both ``store`` and ``data_dir``.
+
+    :meth:`start` raises :class:`~ternmq.errors.JMSException` when another process uses the
+    ``data_dir`` (its lock file) or the directory holds a store of another schema.
     """
 
     def __init__(
