@@ -526,14 +526,11 @@ class Connection:
         except OSError as exc:
             raise JMSException(f"broker link failed: {exc}", linked_exception=exc) from exc
 
-    def oneway(
-        self, req: c.Request, bound: Session | None = None, epoch: int = 0, lazy: bool = False
-    ) -> None:
+    def oneway(self, req: c.Request, bound: Session | None = None, epoch: int = 0) -> None:
         """Send a request that needs no reply (dropped if the link is lost). ``bound`` and
-        ``epoch`` as for :meth:`request`: a request bound to an older link is dropped.
-        ``lazy`` as for :meth:`submit`."""
+        ``epoch`` as for :meth:`request`: a request bound to an older link is dropped."""
         if self._failover is None:
-            self._transport.send_oneway(req, lazy)
+            self._transport.send_oneway(req)
             return
         try:
             transport = self._link()
@@ -541,7 +538,7 @@ class Connection:
             return  # closed, or given up waiting: what it acknowledged comes back anyway
         if bound is not None and bound._epoch != epoch:
             return
-        transport.send_oneway(req, lazy)
+        transport.send_oneway(req)
 
     def flush(self) -> None:
         """Write what waits for company (lazy requests) now: before a thread blocks."""

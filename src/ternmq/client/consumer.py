@@ -125,9 +125,7 @@ class MessageConsumer:
         if self._consumed >= max(1, self._prefetch // 2):
             n, self._consumed = self._consumed, 0
             session = self._session
-            session._connection.oneway(
-                c.Credit(consumer_id=self._id, messages=n), session, epoch, lazy=True
-            )
+            session._connection.oneway(c.Credit(consumer_id=self._id, messages=n), session, epoch)
 
     def _grant_initial_credit(self) -> None:
         if not self._credit_granted and not self._closed:

@@ -13,7 +13,7 @@ A :class:`TcpTransport` has the interface of :class:`~ternmq.transport.vm.VmTran
   leave in one ``sendall`` (64 threads sending non-persistent messages on one connection:
   median ~26,000 instead of ~16,000 messages/s; uncontended it is one ``sendall`` per frame).
 - **Frames nobody waits for wait for company.** A *lazy* frame (a pipelined NON_PERSISTENT
-  send, a credit grant) is only queued; the queue is written when ``LINGER_FRAMES`` frames
+  send) is only queued; the queue is written when ``LINGER_FRAMES`` frames
   are in it, when any other frame is written (it goes after them, so the order on the wire
   is the order of the calls), when a thread is about to block on this connection
   (``flush``: ``receive`` before it waits, a pipelined send's handle before it is waited on,

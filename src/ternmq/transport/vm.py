@@ -408,7 +408,7 @@ class VmTransport:
         """A fresh correlation number for a request built by the caller."""
         return next(self._corr)
 
-    def send_oneway(self, req: c.Request, lazy: bool = False) -> None:
+    def send_oneway(self, req: c.Request) -> None:
         """Send ``req`` without waiting (its ``corr`` is 0: the broker sends no reply)."""
         self.embedded._post(self._conn, req)
 
