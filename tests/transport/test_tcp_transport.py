@@ -16,7 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from ternmq import ConnectionFactory, JMSException, Queue, TextMessage
+from ternmq import (
+    Connection,
+    ConnectionFactory,
+    JMSException,
+    MessageConsumer,
+    Queue,
+    TextMessage,
+)
 from ternmq.protocol import commands as c
 from ternmq.protocol.frames import MAGIC, PREAMBLE, Heartbeat, encode
 from ternmq.transport import tcp
@@ -67,6 +74,17 @@ def connect(t: TcpTransport) -> c.Connected:
     reply = t.request(c.Connect())
     assert isinstance(reply, c.Connected)
     return reply
+
+
+def round_trip(conn: Connection, queue: str) -> MessageConsumer:
+    """Send "hi" to ``queue`` and receive it on a consumer of ``conn``; returns the consumer."""
+    session = conn.create_session()
+    consumer = session.create_consumer(Queue(queue))
+    conn.start()
+    session.create_producer(Queue(queue)).send(session.create_text_message("hi"))
+    m = consumer.receive(2)
+    assert isinstance(m, TextMessage) and m.text == "hi"
+    return consumer
 
 
 def free_port() -> int:
@@ -261,12 +279,7 @@ def test_auto_acknowledgements_are_not_lazy(server: FakeServer) -> None:
     factory = ConnectionFactory(server.url, block_on_non_persistent_send=False)
     with factory.create_connection() as conn:
         conn._transport._flusher = tcp._Flusher(linger=60.0)
-        session = conn.create_session()
-        consumer = session.create_consumer(Queue("eager"))
-        conn.start()
-        session.create_producer(Queue("eager")).send(session.create_text_message("hi"))
-        m = consumer.receive(2)
-        assert isinstance(m, TextMessage) and m.text == "hi"
+        round_trip(conn, "eager")
         acked = lambda: any(isinstance(x, c.Ack) for x in server.connections[0].received)  # noqa: E731
         assert wait_until(acked, 2.0)
 
@@ -624,12 +637,7 @@ def test_jms_round_trip_and_exception_listener_on_link_loss(server: FakeServer) 
         called.set()
 
     conn.exception_listener = listener
-    session = conn.create_session()
-    consumer = session.create_consumer(Queue("jms"))
-    conn.start()
-    session.create_producer(Queue("jms")).send(session.create_text_message("hi"))
-    m = consumer.receive(2)
-    assert isinstance(m, TextMessage) and m.text == "hi"
+    consumer = round_trip(conn, "jms")
     got: list[object] = []
     blocked = threading.Thread(target=lambda: got.append(consumer.receive()))
     blocked.start()
