@@ -1059,6 +1059,47 @@ def test_a_08_send_window_bounds_sends_in_flight(
     assert got == [f"{i}:{body}" for i in range(6)]
 
 
+def test_a_08_quiet_sends_count_in_the_window(
+    make_broker: MakeBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A-08: outside a transaction most pipelined sends are quiet (answered only if refused)
+    and one in QUIET_RUN is answered for itself and the quiet ones before it; the window
+    counts them all. SEND_WINDOW 8, QUIET_RUN 4, the broker holding every send after the
+    first two: sends 0-10 return, send 11's answer makes 12 in flight, so it waits for the
+    answer to send 3; every message arrives, in order."""
+    import ternmq.client.session as session_module
+
+    monkeypatch.setattr(session_module, "SEND_WINDOW", 8)
+    monkeypatch.setattr(session_module, "QUIET_RUN", 4)
+    url = make_broker(policies={"queue://Q": BLOCKING}).url
+    body = "b" * 3000  # two fit under 8,000 bytes
+    returned: list[int] = []
+    total = 14
+
+    def produce() -> None:
+        with _pipelined(url).create_connection() as conn:
+            session = conn.create_session()
+            p = session.create_producer(Q)
+            p.delivery_mode = DeliveryMode.NON_PERSISTENT
+            for i in range(total):
+                p.send(session.create_text_message(f"{i}:{body}"))
+                returned.append(i)
+
+    t = threading.Thread(target=produce)
+    t.start()
+    assert wait_for(lambda: len(returned) == 11)
+    t.join(NOTHING * 4)
+    assert returned == list(range(11))
+    with ConnectionFactory(url).create_connection() as other:
+        consumer = other.create_session().create_consumer(Q)
+        other.start()
+        got = [text(consumer.receive(WAIT)) for _ in range(total)]
+    t.join(WAIT)
+    assert not t.is_alive()
+    assert returned == list(range(total))
+    assert got == [f"{i}:{body}" for i in range(total)]
+
+
 def test_prod_22_async_send_returns_before_the_receipt(make_broker: MakeBroker) -> None:
     """PROD-22, PSF-07: an asynchronous send returns without waiting for the broker's
     receipt: to a full queue under the "block" policy it returns at once, and its

@@ -19,6 +19,7 @@ import pytest
 from ternmq import (
     Connection,
     ConnectionFactory,
+    DeliveryMode,
     JMSException,
     MessageConsumer,
     Queue,
@@ -282,6 +283,31 @@ def test_auto_acknowledgements_are_not_lazy(server: FakeServer) -> None:
         round_trip(conn, "eager")
         acked = lambda: any(isinstance(x, c.Ack) for x in server.connections[0].received)  # noqa: E731
         assert wait_until(acked, 2.0)
+
+
+def test_pipelined_sends_are_mostly_quiet(server: FakeServer) -> None:
+    """A-08: of 100 pipelined NON_PERSISTENT sends outside a transaction, one in QUIET_RUN
+    (32) goes as an ordinary request (a corr, an answer); the others are quiet (corr 0, no
+    answer unless refused). In a transacted session every one is answered."""
+    from ternmq.client.session import QUIET_RUN
+
+    factory = ConnectionFactory(server.url, block_on_non_persistent_send=False)
+    with factory.create_connection() as conn:
+        for transacted in (False, True):
+            session = conn.create_session(transacted)
+            p = session.create_producer(Queue(f"quiet-{transacted}"))
+            p.delivery_mode = DeliveryMode.NON_PERSISTENT
+            for _ in range(100):
+                p.send(session.create_text_message("q"))
+            if transacted:
+                session.commit()
+            session.close()
+    sends = [x for x in server.connections[0].received if isinstance(x, c.Send)]
+    plain, tx = sends[:100], sends[100:]
+    answered = [i for i, x in enumerate(plain) if not x.quiet]
+    assert answered == [i for i in range(100) if (i + 1) % QUIET_RUN == 0]
+    assert all(x.corr == 0 for x in plain if x.quiet)
+    assert all(x.corr and not x.quiet for x in tx)
 
 
 def test_a_lazy_send_leaves_when_the_process_exits_without_close(server: FakeServer) -> None:

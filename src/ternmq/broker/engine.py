@@ -321,9 +321,23 @@ class Broker:
             self._ops.clear()
             self._dispatch_dirty()
             reply = c.Error(corr=req.corr, kind=type(exc).__name__, message=str(exc))
-        if req.corr and reply is not None:
-            self._out.append((conn, reply))
+        if reply is not None:
+            self._answer(conn, req, reply)
         self._flush()
+
+    def _answer(self, conn: BrokerConnection, req: c.Request, reply: c.Reply) -> None:
+        """Queue ``reply`` to ``req`` for ``conn``: a request without ``corr`` gets none, but
+        a quiet ``Send`` that was refused gets a ``SendFailed`` event instead."""
+        if req.corr:
+            self._out.append((conn, reply))
+        elif type(reply) is c.Error and type(req) is c.Send and req.quiet:
+            failed = c.SendFailed(
+                session_id=req.session_id,
+                destination=req.destination,
+                kind=reply.kind,
+                message=reply.message,
+            )
+            self._out.append((conn, failed))
 
     def tick(self) -> int | None:
         """Let time act: due scheduled messages, the expiry reaper. Returns the next deadline
@@ -805,8 +819,7 @@ class Broker:
                 continue
             if req.duplicate_id is not None and self._dedup.seen(dest, req.duplicate_id):
                 self._blocked.popleft()  # PSF-09: an earlier held send had the same id
-                if req.corr:
-                    self._out.append((conn, c.Ok(corr=req.corr)))
+                self._answer(conn, req, c.Ok(corr=req.corr))
                 continue
             try:
                 self._publish(conn, dest, req)
@@ -814,30 +827,18 @@ class Broker:
                 if deadline > now:
                     return
                 self._blocked.popleft()
-                if req.corr:
-                    self._out.append(
-                        (
-                            conn,
-                            c.Error(
-                                corr=req.corr,
-                                kind=type(exc).__name__,
-                                message=f"{exc} (blocked for too long)",
-                            ),
-                        )
-                    )
+                kind, text = type(exc).__name__, f"{exc} (blocked for too long)"
+                self._answer(conn, req, c.Error(corr=req.corr, kind=kind, message=text))
                 continue
             except JMSException as exc:
                 self._blocked.popleft()
-                if req.corr:
-                    self._out.append(
-                        (conn, c.Error(corr=req.corr, kind=type(exc).__name__, message=str(exc)))
-                    )
+                kind, text = type(exc).__name__, str(exc)
+                self._answer(conn, req, c.Error(corr=req.corr, kind=kind, message=text))
                 continue
             self._blocked.popleft()
             if req.duplicate_id is not None:
                 self._record_duplicate_id(dest, req)
-            if req.corr:
-                self._out.append((conn, c.Ok(corr=req.corr)))
+            self._answer(conn, req, c.Ok(corr=req.corr))
 
     def _publish(
         self, conn: BrokerConnection, dest: Destination, req: c.Send | c.StagedSend

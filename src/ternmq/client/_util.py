@@ -9,7 +9,7 @@ from ternmq import errors
 from ternmq.errors import JMSException
 from ternmq.protocol import commands as c
 
-__all__ = ["check_reply", "expect_reply", "parse_url"]
+__all__ = ["check_reply", "error_of", "expect_reply", "parse_url"]
 
 _R = TypeVar("_R")
 
@@ -20,11 +20,15 @@ _ERRORS: dict[str, type[JMSException]] = {
 }
 
 
+def error_of(kind: str, message: str) -> JMSException:
+    """The JMS exception the broker named (``kind``, a class name) with its ``message``."""
+    return _ERRORS.get(kind, JMSException)(message)
+
+
 def check_reply(reply: c.Reply) -> c.Reply:
     """Return ``reply``, or raise the JMS exception an ``Error`` reply names."""
     if isinstance(reply, c.Error):
-        cls = _ERRORS.get(reply.kind, JMSException)
-        raise cls(reply.message)
+        raise error_of(reply.kind, reply.message)
     return reply
 
 

@@ -526,11 +526,14 @@ class Connection:
         except OSError as exc:
             raise JMSException(f"broker link failed: {exc}", linked_exception=exc) from exc
 
-    def oneway(self, req: c.Request, bound: Session | None = None, epoch: int = 0) -> None:
+    def oneway(
+        self, req: c.Request, bound: Session | None = None, epoch: int = 0, lazy: bool = False
+    ) -> None:
         """Send a request that needs no reply (dropped if the link is lost). ``bound`` and
-        ``epoch`` as for :meth:`request`: a request bound to an older link is dropped."""
+        ``epoch`` as for :meth:`request`: a request bound to an older link is dropped.
+        ``lazy`` as for :meth:`submit`."""
         if self._failover is None:
-            self._transport.send_oneway(req)
+            self._transport.send_oneway(req, lazy)
             return
         try:
             transport = self._link()
@@ -538,7 +541,7 @@ class Connection:
             return  # closed, or given up waiting: what it acknowledged comes back anyway
         if bound is not None and bound._epoch != epoch:
             return
-        transport.send_oneway(req)
+        transport.send_oneway(req, lazy)
 
     def flush(self) -> None:
         """Write what waits for company (lazy requests) now: before a thread blocks."""
@@ -793,6 +796,11 @@ class Connection:
             consumer = self._consumers.get(cmd.consumer_id)
             if consumer is not None:
                 consumer._push(cmd)
+        elif isinstance(cmd, c.SendFailed):
+            with self._lock:
+                session = next((s for s in self._sessions if s._id == cmd.session_id), None)
+            if session is not None:
+                session._on_send_failed(cmd)
         elif isinstance(cmd, c.ConnectionFailed) and self._failover is not None:
             self._link_lost(link)
         elif isinstance(cmd, c.ConnectionFailed):

@@ -269,8 +269,10 @@ class MessageProducer:
         data = encode_message(message)
         if session._mode == session.SESSION_TRANSACTED:  # a failover dooms this transaction
             session._tx_work = True
+        pipelined = listener is None and mode != DeliveryMode.PERSISTENT and not conn.block_np_sends
+        quiet = pipelined and session._quiet_next()
         req = c.Send(
-            corr=conn.next_corr(),
+            corr=0 if quiet else conn.next_corr(),
             session_id=session._id,
             destination=str(dest),
             message=data,
@@ -281,12 +283,16 @@ class MessageProducer:
             group_id=gid if isinstance(gid, str) else None,
             group_seq=gseq if isinstance(gseq, int) and not isinstance(gseq, bool) else 0,
             duplicate_id=dup,
+            quiet=quiet,
         )
+        if quiet:  # A-08 relaxed on request: a refusal comes as an event, raised later
+            conn.oneway(req, lazy=True)
+            return
+        if pipelined:  # answered: vouches for the quiet sends before it, paces the sender
+            session._pipeline(conn.submit(req, lazy=True), dest)
+            return
         if listener is None:
-            if mode == DeliveryMode.PERSISTENT or conn.block_np_sends:
-                check_reply(conn.request(req))  # PROD-13: wait for the broker's receipt
-            else:  # A-08 relaxed on request: pipelined, a failure surfaces at the next send
-                session._pipeline(conn.submit(req, lazy=True), dest)
+            check_reply(conn.request(req))  # PROD-13: wait for the broker's receipt
             return
         try:
             pending: PendingReply | None = conn.submit(req)

@@ -23,7 +23,11 @@ Sends in flight: an asynchronous send (completion listener) and, with
 broker's receipt. At most :data:`SEND_WINDOW` of each kind are in flight per session; the
 next one waits for the oldest. A refused pipelined send is kept in ``_send_failure`` and
 raised by the next send (and makes the transaction roll back); ``commit``, ``rollback`` and
-``close`` first wait for every send in flight.
+``close`` first wait for every send in flight. Outside a transaction most pipelined sends
+are *quiet* (``Send.quiet``: no reply unless refused, then a ``SendFailed`` event); one in
+every :data:`QUIET_RUN` is an ordinary request whose reply vouches for the quiet ones before
+it, and the window counts the sends each reply vouches for. Measured, pinned, 1 -> 1: a reply
+per send cost the client ~2.5 µs of its ~21 µs per message.
 
 Failover (see :mod:`ternmq.client.connection`): ``_epoch`` counts the links this session has
 lived on. Delivery ids are only meaningful on the link that made them, so every id leaves
@@ -42,7 +46,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ternmq.client._util import check_reply
+from ternmq.client._util import check_reply, error_of
 from ternmq.destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from ternmq.errors import (
     IllegalStateException,
@@ -75,6 +79,7 @@ log = logging.getLogger("ternmq.client")
 
 DUPS_OK_BATCH = 32
 SEND_WINDOW = 1000  # sends of one session in flight (pipelined, or awaiting a completion)
+QUIET_RUN = 32  # one pipelined send in this many is answered (at most SEND_WINDOW // 2)
 
 # Provider-set JMSX properties ternmq does not set (yet); a sender's values are removed.
 _PROVIDER_JMSX = (
@@ -118,9 +123,13 @@ class Session:
         self._pending_sends = 0
         self._sends_done = threading.Condition(threading.Lock())
         self._rollback_only: JMSException | None = None  # a failed async send (TX-06)
-        self._inflight: collections.deque[tuple[PendingReply, Destination]] = (
+        # answered pipelined NON_PERSISTENT sends, oldest first, each with the number of
+        # sends its reply vouches for (itself and the quiet ones just before it)
+        self._inflight: collections.deque[tuple[PendingReply, Destination, int]] = (
             collections.deque()
-        )  # pipelined NON_PERSISTENT sends, oldest first
+        )
+        self._inflight_sends = 0  # the sum of those numbers
+        self._quiet = 0  # quiet sends since the last answered one
         self._send_failure: JMSException | None = None  # the first pipelined one refused
         self._epoch = 0  # links lost under this session (failover)
         self._tx_work = False  # the transaction in progress sent or received something
@@ -818,47 +827,76 @@ class Session:
         self._connection._consumers.pop(consumer._id, None)
 
     # ---- asynchronous and pipelined sends ----------------------------------------------------
+    def _quiet_next(self) -> bool:
+        """Whether the next pipelined send may be quiet (then counted as such)."""
+        if self._mode == self.SESSION_TRANSACTED:
+            return False  # commit() must know every refusal before it asks: all answered
+        if self._quiet + 1 < min(QUIET_RUN, SEND_WINDOW // 2):
+            self._quiet += 1
+            return True
+        return False
+
     def _pipeline(self, pending: PendingReply, dest: Destination) -> None:
-        """Track a pipelined send; past the window, wait for the oldest to be answered."""
-        inflight = self._inflight
-        inflight.append((pending, dest))
-        if len(inflight) > SEND_WINDOW:
-            self._settle(inflight.popleft())
+        """Track an answered pipelined send (it vouches for the quiet ones before it); past
+        the window, wait for the oldest to be answered."""
+        covers = self._quiet + 1
+        self._quiet = 0
+        self._inflight.append((pending, dest, covers))
+        self._inflight_sends += covers
+        while self._inflight_sends > SEND_WINDOW:
+            self._settle_oldest()
+
+    def _settle_oldest(self) -> None:
+        pending, dest, covers = self._inflight.popleft()
+        self._inflight_sends -= covers
+        self._settle(pending, dest)
 
     def _check_sends(self) -> None:
         """Before a send: settle the pipelined sends already answered, and raise (once) the
         first refusal among them."""
         inflight = self._inflight
         while inflight and inflight[0][0].done:
-            self._settle(inflight.popleft())
-        failure, self._send_failure = self._send_failure, None
+            self._settle_oldest()
+        failure = self._send_failure
         if failure is not None:
+            self._send_failure = None
             raise failure
 
-    def _settle(self, item: tuple[PendingReply, Destination]) -> None:
-        pending, dest = item
+    def _settle(self, pending: PendingReply, dest: Destination | str) -> None:
         reply = pending.reply
         if reply is not None and type(reply) is not c.Error:
             return  # answered and accepted (set once, before the handle is released)
         try:
             check_reply(pending.result())
         except JMSException as exc:
-            if self._closed or self._connection._failure is not None:
-                return  # the link is gone: at most once, and the loss is reported already
-            if self._connection._failover is not None and pending.error is not None:
-                log.warning("a pipelined NON_PERSISTENT send to %s was lost with the link", dest)
+            conn = self._connection
+            if conn._failover is not None and pending.error is not None:
+                if not self._closed and conn._failure is None:
+                    log.warning(
+                        "a pipelined NON_PERSISTENT send to %s was lost with the link", dest
+                    )
                 return  # at most once, as NON_PERSISTENT allows; a transaction is doomed
-            failure = type(exc)(
-                f"a pipelined NON_PERSISTENT send to {dest} failed: {exc} "
-                "(block_on_non_persistent_send=false reports it at the next send)",
-                exc.error_code,
-                exc,
-            )
-            log.warning("%s", failure)
-            if self._send_failure is None:
-                self._send_failure = failure
-            if self._mode == self.SESSION_TRANSACTED and self._rollback_only is None:
-                self._rollback_only = failure  # the next commit() rolls back (TX-06)
+            self._refused(exc, dest)
+
+    def _on_send_failed(self, event: c.SendFailed) -> None:
+        """Reader thread: the broker refused a quiet send of this session."""
+        self._refused(error_of(event.kind, event.message), event.destination)
+
+    def _refused(self, exc: JMSException, dest: Destination | str) -> None:
+        """Keep the first refusal of a pipelined send for the next send (and the commit)."""
+        if self._closed or self._connection._failure is not None:
+            return  # the link is gone: at most once, and the loss is reported already
+        failure = type(exc)(
+            f"a pipelined NON_PERSISTENT send to {dest} failed: {exc} "
+            "(block_on_non_persistent_send=false reports it at the next send)",
+            exc.error_code,
+            exc,
+        )
+        log.warning("%s", failure)
+        if self._send_failure is None:
+            self._send_failure = failure
+        if self._mode == self.SESSION_TRANSACTED and self._rollback_only is None:
+            self._rollback_only = failure  # the next commit() rolls back (TX-06)
 
     def _complete_later(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the completion thread, after earlier completions (PROD-22..PROD-25).
@@ -895,13 +933,11 @@ class Session:
     def _wait_sends(self) -> None:
         """Wait until every pipelined send is answered and every asynchronous send's
         completion listener has run (PROD-27)."""
-        inflight = self._inflight
-        while inflight:
+        while self._inflight:
             try:
-                item = inflight.popleft()
-            except IndexError:
+                self._settle_oldest()
+            except IndexError:  # emptied by another thread meanwhile
                 break
-            self._settle(item)
         if threading.get_ident() == self._completion_ident:
             return
         with self._sends_done:

@@ -65,6 +65,7 @@ __all__ = [
     "Request",
     "Rollback",
     "Send",
+    "SendFailed",
     "SetClientId",
     "Stage",
     "StagedSend",
@@ -163,8 +164,15 @@ class Send(_Request, frozen=True, kw_only=True, tag=True):
 
     ``duplicate_id`` repeats the message's ``JMS_TernMQ_DuplicateID`` property
     (:data:`DUPLICATE_ID_PROPERTY`, PSF-09): a destination that already accepted that id
-    answers ``Ok`` without enqueuing the message. The last field, so a peer that predates
-    it sends and reads the same arrays (msgspec ignores extra trailing elements)."""
+    answers ``Ok`` without enqueuing the message.
+
+    ``quiet`` (with ``corr`` 0): answered only if refused, by a :class:`SendFailed` event;
+    success sends nothing. A client pipelining NON_PERSISTENT sends makes most of them quiet
+    and every few dozenth an ordinary request, whose reply tells that the quiet ones before it
+    were taken (a connection's requests are handled in order) and paces the sender.
+
+    ``duplicate_id`` and ``quiet`` are the last fields, so a peer that predates them sends
+    and reads the same arrays (msgspec ignores extra trailing elements)."""
 
     session_id: int
     destination: str
@@ -176,6 +184,7 @@ class Send(_Request, frozen=True, kw_only=True, tag=True):
     group_id: str | None = None
     group_seq: int = 0
     duplicate_id: str | None = None
+    quiet: bool = False
 
 
 class Ack(_Request, frozen=True, kw_only=True, tag=True):
@@ -476,6 +485,16 @@ class ConnectionFailed(msgspec.Struct, frozen=True, kw_only=True, tag=True, arra
     message: str
 
 
+class SendFailed(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
+    """A quiet ``Send`` of session ``session_id`` to ``destination`` was refused: ``kind`` is
+    the JMS exception class name, ``message`` its text (as in ``Error``)."""
+
+    session_id: int
+    destination: str
+    kind: str = "JMSException"
+    message: str = ""
+
+
 Request = (
     Connect
     | SetClientId
@@ -516,5 +535,5 @@ Reply = (
     | RangeResult
     | StagedResult
 )
-Event = Deliver | ConnectionFailed
+Event = Deliver | ConnectionFailed | SendFailed
 Command = Request | Reply | Event

@@ -367,7 +367,7 @@ class NativeConnection(asyncio.Protocol):
             return
         self._write(encode(cmd))
         t = type(cmd)
-        if t is c.Deliver:
+        if t is c.Deliver or t is c.SendFailed:
             return
         if t is c.ConnectionFailed:
             self.close("the broker stopped")

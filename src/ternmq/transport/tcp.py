@@ -25,8 +25,9 @@ A :class:`TcpTransport` has the interface of :class:`~ternmq.transport.vm.VmTran
   ``receive`` can return the next message (DUPS_OK_ACKNOWLEDGE batches them, as JMS means).
 - **One reader thread reads.** It feeds what ``recv`` returns to one
   :class:`~ternmq.protocol.frames.FrameDecoder` and routes each command: a reply (``corr``
-  != 0) to the request waiting for it, an event (``Deliver``, ``ConnectionFailed``) to
-  ``on_event``, in the order the server sent them. Everything a request causes arrives before
+  != 0) to the request waiting for it, an event (``Deliver``, ``SendFailed``,
+  ``ConnectionFailed``) to ``on_event``, in the order the server sent them. Everything a
+  request causes arrives before
   its reply (``commands.py``), so when a request returns its deliveries are already buffered.
   Each request owns a :class:`~ternmq.transport._pending.PendingReply` (a one-shot lock) in
   a dict keyed by ``corr``; the reader resolves exactly that one. ``submit`` returns it
@@ -284,8 +285,8 @@ class TcpTransport:
     Args:
         host: server host name or address (IPv6 without brackets).
         port: server port.
-        on_event: called on the reader thread with every ``Deliver`` and with one
-            ``ConnectionFailed`` if the link is lost.
+        on_event: called on the reader thread with every ``Deliver`` and ``SendFailed``, and
+            with one ``ConnectionFailed`` if the link is lost.
         ssl_context: TLS settings; None for plain TCP.
         server_hostname: name to check the server certificate against (default ``host``).
         connect_timeout: seconds for the TCP connect, the TLS handshake and the preamble.
@@ -707,6 +708,11 @@ class TcpTransport:
                         event = cast(c.ConnectionFailed, cmd)
                         reason = event.message
                         return
+                    elif t is c.SendFailed:
+                        try:
+                            on_event(cast(c.SendFailed, cmd))
+                        except Exception:
+                            log.exception("on_event raised on a send refusal (ignored)")
                     else:
                         reply = cast(c.Reply, cmd)
                         if reply.corr:

@@ -363,7 +363,8 @@ class VmTransport:
         self._conn = embedded._connect(self._emit)
 
     def _emit(self, cmd: c.Command) -> None:
-        if type(cmd) is c.Deliver or type(cmd) is c.ConnectionFailed:
+        t = type(cmd)
+        if t is c.Deliver or t is c.ConnectionFailed or t is c.SendFailed:
             self._on_event(cmd)
             return
         pending = self._pending.pop(cmd.corr, None)  # type: ignore[union-attr]
@@ -408,8 +409,9 @@ class VmTransport:
         """A fresh correlation number for a request built by the caller."""
         return next(self._corr)
 
-    def send_oneway(self, req: c.Request) -> None:
-        """Send ``req`` without waiting (its ``corr`` is 0: the broker sends no reply)."""
+    def send_oneway(self, req: c.Request, lazy: bool = False) -> None:
+        """Send ``req`` without waiting (its ``corr`` is 0: the broker sends no reply).
+        ``lazy`` means nothing in-process."""
         self.embedded._post(self._conn, req)
 
     def flush(self) -> None:
