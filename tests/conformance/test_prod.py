@@ -1030,33 +1030,8 @@ def test_a_08_send_window_bounds_sends_in_flight(
     import ternmq.client.session as session_module
 
     monkeypatch.setattr(session_module, "SEND_WINDOW", 2)
-    url = make_broker(policies={"queue://Q": BLOCKING}).url
-    body = "b" * 3000  # two fit under 8,000 bytes
-    returned: list[int] = []
-
-    def produce() -> None:
-        with _pipelined(url).create_connection() as conn:
-            session = conn.create_session()
-            p = session.create_producer(Q)
-            p.delivery_mode = DeliveryMode.NON_PERSISTENT
-            for i in range(6):
-                p.send(session.create_text_message(f"{i}:{body}"))
-                returned.append(i)
-
-    t = threading.Thread(target=produce)
-    t.start()
     # 2 stored, 2 held back by the broker (in flight), the 5th send waits for the window
-    assert wait_for(lambda: len(returned) == 4)
-    t.join(NOTHING * 4)
-    assert returned == [0, 1, 2, 3]
-    with ConnectionFactory(url).create_connection() as other:
-        consumer = other.create_session().create_consumer(Q)
-        other.start()
-        got = [text(consumer.receive(WAIT)) for _ in range(6)]
-    t.join(WAIT)
-    assert not t.is_alive()
-    assert returned == list(range(6))
-    assert got == [f"{i}:{body}" for i in range(6)]
+    _window_run(make_broker(policies={"queue://Q": BLOCKING}).url, total=6, first_wave=4)
 
 
 def test_a_08_quiet_sends_count_in_the_window(
@@ -1071,10 +1046,15 @@ def test_a_08_quiet_sends_count_in_the_window(
 
     monkeypatch.setattr(session_module, "SEND_WINDOW", 8)
     monkeypatch.setattr(session_module, "QUIET_RUN", 4)
-    url = make_broker(policies={"queue://Q": BLOCKING}).url
-    body = "b" * 3000  # two fit under 8,000 bytes
+    _window_run(make_broker(policies={"queue://Q": BLOCKING}).url, total=14, first_wave=11)
+
+
+def _window_run(url: str, total: int, first_wave: int) -> None:
+    """Pipeline ``total`` 3,000-byte NON_PERSISTENT sends to Q (two fit under BLOCKING's
+    8,000 bytes, the broker holds the rest back): exactly ``first_wave`` sends return before
+    the window stops the producer; a consumer then gets all of them, in order."""
+    body = "b" * 3000
     returned: list[int] = []
-    total = 14
 
     def produce() -> None:
         with _pipelined(url).create_connection() as conn:
@@ -1087,9 +1067,9 @@ def test_a_08_quiet_sends_count_in_the_window(
 
     t = threading.Thread(target=produce)
     t.start()
-    assert wait_for(lambda: len(returned) == 11)
+    assert wait_for(lambda: len(returned) == first_wave)
     t.join(NOTHING * 4)
-    assert returned == list(range(11))
+    assert returned == list(range(first_wave))
     with ConnectionFactory(url).create_connection() as other:
         consumer = other.create_session().create_consumer(Q)
         other.start()
