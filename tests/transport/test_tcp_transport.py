@@ -23,6 +23,7 @@ from ternmq import (
     JMSException,
     MessageConsumer,
     Queue,
+    Session,
     TextMessage,
 )
 from ternmq.protocol import commands as c
@@ -308,6 +309,44 @@ def test_pipelined_sends_are_mostly_quiet(server: FakeServer) -> None:
     assert answered == [i for i in range(100) if (i + 1) % QUIET_RUN == 0]
     assert all(x.corr == 0 for x in plain if x.quiet)
     assert all(x.corr and not x.quiet for x in tx)
+
+
+def test_a_receive_about_to_block_writes_the_lazy_sends_first(server: FakeServer) -> None:
+    """A thread that blocks in receive() first writes the pipelined sends queued on its
+    connection (a request sent pipelined, then its reply awaited): the message arrives at
+    once although the flusher here would wait a minute."""
+    factory = ConnectionFactory(server.url, block_on_non_persistent_send=False)
+    with factory.create_connection() as conn:
+        conn._transport._flusher = tcp._Flusher(linger=60.0)
+        consumer = conn.create_session().create_consumer(Queue("rr"))
+        conn.start()
+        session = conn.create_session()
+        p = session.create_producer(Queue("rr"))
+        p.delivery_mode = DeliveryMode.NON_PERSISTENT
+        p.send(session.create_text_message("request"))
+        m = consumer.receive(5)
+        assert isinstance(m, TextMessage) and m.text == "request"
+
+
+def test_an_idle_listener_thread_writes_what_its_listener_sent(server: FakeServer) -> None:
+    """A listener that forwards with a pipelined send (CLIENT_ACKNOWLEDGE: no acknowledgement
+    follows to carry it): once the listener thread has nothing more to run it writes the
+    queue, not the flusher (here one that would wait a minute)."""
+    factory = ConnectionFactory(server.url, block_on_non_persistent_send=False)
+    with factory.create_connection() as relay, factory.create_connection() as client:
+        relay._transport._flusher = tcp._Flusher(linger=60.0)
+        session = relay.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        forward = session.create_producer(Queue("out"))
+        forward.delivery_mode = DeliveryMode.NON_PERSISTENT
+        session.create_consumer(Queue("in")).message_listener = forward.send
+        relay.start()
+        replies = client.create_session().create_consumer(Queue("out"))
+        client.start()
+        client.create_session().create_producer(Queue("in")).send(
+            client.create_session().create_text_message("hop")
+        )
+        m = replies.receive(5)
+        assert isinstance(m, TextMessage) and m.text == "hop"
 
 
 def test_a_lazy_send_leaves_when_the_process_exits_without_close(server: FakeServer) -> None:

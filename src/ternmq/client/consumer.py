@@ -183,7 +183,7 @@ class MessageConsumer:
         deadline = None if timeout is None else time.monotonic() + timeout
         pulled: int | None = None  # the session epoch of our open pull (a failover ends it)
         while True:
-            conn.flush()  # acknowledgements and credit waiting for company: before blocking
+            conn.flush()  # before blocking: pipelined sends queued on this connection go now
             with cond:
                 while True:
                     d = self._take()

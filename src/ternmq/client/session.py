@@ -699,7 +699,7 @@ class Session:
                         self._cond.notify_all()
                         idle = not any(k._buffer for k in self._consumers.values())
                 if idle:
-                    conn.flush()  # the acknowledgement waits for no company: nothing follows
+                    conn.flush()  # nothing to run next: what the listener pipelined goes now
         finally:
             conn._listener_threads.discard(self._listener_ident)
             with self._cond:

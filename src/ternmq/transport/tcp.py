@@ -13,25 +13,25 @@ A :class:`TcpTransport` has the interface of :class:`~ternmq.transport.vm.VmTran
   leave in one ``sendall`` (64 threads sending non-persistent messages on one connection:
   median ~26,000 instead of ~16,000 messages/s; uncontended it is one ``sendall`` per frame).
 - **Frames nobody waits for wait for company.** A *lazy* frame (a pipelined NON_PERSISTENT
-  send) is only queued; the queue is written when ``LINGER_FRAMES`` frames
-  are in it, when any other frame is written (it goes after them, so the order on the wire
-  is the order of the calls), when a thread is about to block on this connection
-  (``flush``: ``receive`` before it waits, a pipelined send's handle before it is waited on,
-  a listener thread with nothing more to run), and at the latest ``LINGER_S`` after the
-  first of them was queued, by one flusher thread per process (and at interpreter exit). On
-  loopback the sender's ``sendall`` pays for the receiver's TCP work too, so this is much of
-  what a message costs. AUTO_ACKNOWLEDGE acknowledgements are *not* lazy: after a failure
-  only a session's last consumed message may come back (REL-05), so each is written before
-  ``receive`` can return the next message (DUPS_OK_ACKNOWLEDGE batches them, as JMS means).
+  send) is only queued; the queue is written when ``LINGER_FRAMES`` frames are in it, when
+  any other frame is written (it goes after them, so the order on the wire is the order of
+  the calls), when a thread is about to block on this connection (``flush``: ``receive``
+  before it waits, a pipelined send's handle before it is waited on, a listener thread with
+  nothing more to run), and at the latest ``LINGER_S`` after the first of them was queued,
+  by one flusher thread per process (and at interpreter exit). On loopback the sender's
+  ``sendall`` pays for the receiver's TCP work too, so this is much of what a message costs.
+  AUTO_ACKNOWLEDGE acknowledgements are *not* lazy: after a failure only a session's last
+  consumed message may come back (REL-05), so each is written before ``receive`` can return
+  the next message (DUPS_OK_ACKNOWLEDGE batches them, as JMS means).
 - **One reader thread reads.** It feeds what ``recv`` returns to one
   :class:`~ternmq.protocol.frames.FrameDecoder` and routes each command: a reply (``corr``
   != 0) to the request waiting for it, an event (``Deliver``, ``SendFailed``,
   ``ConnectionFailed``) to ``on_event``, in the order the server sent them. Everything a
-  request causes arrives before
-  its reply (``commands.py``), so when a request returns its deliveries are already buffered.
-  Each request owns a :class:`~ternmq.transport._pending.PendingReply` (a one-shot lock) in
-  a dict keyed by ``corr``; the reader resolves exactly that one. ``submit`` returns it
-  without waiting, so pipelined sends need no thread of their own. Measured against one
+  request causes arrives before its reply (``commands.py``), so when a request returns its
+  deliveries are already buffered. Each request owns a
+  :class:`~ternmq.transport._pending.PendingReply` (a one-shot lock) in a dict keyed by
+  ``corr``; the reader resolves exactly that one. ``submit`` returns it without waiting, so
+  pipelined sends need no thread of their own. Measured against one
   shared ``Condition`` with 64 threads sending on one connection: ~18,000 against ~9,000
   requests/s (a ``notify_all`` per reply wakes 63 threads for nothing). The reader never
   writes: a server that stops reading because this client stopped reading would otherwise

@@ -385,6 +385,7 @@ class VmTransport:
     def submit(self, req: c.Request, lazy: bool = False) -> PendingReply:
         """Send ``req`` and return at once; the broker's reply resolves the returned handle
         (often before this returns: the broker runs on the caller's thread when it is free).
+        ``lazy`` means nothing in-process.
 
         Raises:
             JMSException: the connection is closed.
