@@ -590,6 +590,160 @@ def test_a_file_that_is_not_a_store_is_refused(tmp_path: pathlib.Path) -> None:
         assert str(data_dir) in str(info.value)
 
 
+# ---- SqliteStore: owner commits (set_owner_commits / commit_due) --------------------------
+class OwnerHook:
+    """The owner side of ``set_owner_commits``: counts ``due()`` calls and where the
+    completions were reported from."""
+
+    def __init__(self, store: SqliteStore) -> None:
+        self.due = 0
+        self.threads: list[int] = []
+        self.done = Completions()
+        store.set_owner_commits(self.on_due)
+        store.set_completion(self.completion)
+
+    def on_due(self) -> None:
+        self.due += 1
+
+    def completion(self, tokens: list[int], error: BaseException | None) -> None:
+        self.threads.append(threading.get_ident())
+        self.done(tokens, error)
+
+
+def test_owner_commits_write_small_batches_on_the_calling_thread(tmp_path: pathlib.Path) -> None:
+    """With owner commits, a small batch for an idle writer is announced once (``due``) and
+    written by ``commit_due`` on the caller's thread, reported there: no writer thread is
+    started, and the messages are durable."""
+    s = SqliteStore(tmp_path / "data")
+    try:
+        owner = OwnerHook(s)
+        for i in range(1, 4):
+            s.submit([add("queue://Q", i)], i)
+            s.submit([add("queue://Q", i + 100)], i + 100)  # joins the same commit
+            assert owner.due == i  # once per commit_due, not once per batch
+            assert s._writer is None
+            s.commit_due()
+            assert owner.done.wait_for(2 * i)[-2:] == [(i, None), (i + 100, None)]
+        assert owner.threads == [threading.get_ident()] * 3
+        assert s.inline_commits == s.commits == 3
+        assert s._writer is None
+    finally:
+        s.close()
+    got = _reopen(tmp_path / "data").messages["queue://Q"]
+    assert [m.seq for m in got] == [1, 2, 3, 101, 102, 103]
+
+
+def test_owner_commits_leave_large_batches_to_the_writer(tmp_path: pathlib.Path) -> None:
+    """More than INLINE_OPS operations, or more than INLINE_BYTES of messages, are handed to
+    the writer thread by ``commit_due``: the caller does not block for a big write."""
+    s = SqliteStore(tmp_path / "data")
+    try:
+        owner = OwnerHook(s)
+        many = [add("queue://Q", i) for i in range(1, sqlite_store.INLINE_OPS + 2)]
+        s.submit(many, 1)
+        s.commit_due()
+        owner.done.wait_for(1)
+        s.submit([add("queue://Q", 1000, b"x" * (sqlite_store.INLINE_BYTES + 1))], 2)
+        s.commit_due()
+        owner.done.wait_for(2)
+        assert threading.get_ident() not in owner.threads
+        assert s.inline_commits == 0
+        assert s.commits == 2
+    finally:
+        s.close()
+
+
+def test_batches_submitted_during_an_owner_commit_go_to_the_writer_together(
+    tmp_path: pathlib.Path,
+) -> None:
+    """While ``commit_due`` writes on its caller's thread, batches from another thread only
+    queue (no second ``due``, no second writer at the same time); when it is done the writer
+    thread takes them all in one group commit."""
+    s = SqliteStore(tmp_path / "data")
+    try:
+        owner = OwnerHook(s)
+        inside, release = threading.Event(), threading.Event()
+        apply = s._apply
+
+        def slow_apply(batches: list[Sequence[Op]]) -> None:
+            if threading.current_thread() is threading.main_thread():
+                inside.set()
+                assert release.wait(WAIT)
+            apply(batches)
+
+        def submit_during() -> None:
+            assert inside.wait(WAIT)
+            for i in range(2, 12):
+                s.submit([add("queue://Q", i)], i)
+            release.set()
+
+        s._apply = slow_apply  # type: ignore[method-assign]
+        s.submit([add("queue://Q", 1)], 1)
+        other = threading.Thread(target=submit_during)
+        other.start()
+        s.commit_due()  # blocks in slow_apply until the ten are queued
+        other.join(WAIT)
+        assert [t for t, _ in owner.done.wait_for(11)] == list(range(1, 12))
+        assert owner.due == 1, "batches queued during an owner commit asked for another"
+        assert s.inline_commits == 1
+        assert s.commits == 2
+        assert owner.done.calls == [[1], list(range(2, 12))]
+        assert owner.threads[0] == threading.get_ident() != owner.threads[1]
+    finally:
+        s.close()
+    assert len(_reopen(tmp_path / "data").messages["queue://Q"]) == 11
+
+
+def test_no_due_while_the_writer_works_and_it_takes_the_batch(tmp_path: pathlib.Path) -> None:
+    """A batch submitted while the writer thread is writing is not announced to the owner:
+    the writer takes it next, as without owner commits."""
+    s = SqliteStore(tmp_path / "data")
+    try:
+        owner = OwnerHook(s)
+        owner.done.hold_token = 1
+        s.submit([add("queue://Q", i) for i in range(1, sqlite_store.INLINE_OPS + 2)], 1)
+        s.commit_due()  # too large: the writer's
+        assert owner.done.holding.wait(WAIT)  # the writer is inside the completion
+        s.submit([add("queue://Q", 100)], 2)
+        assert owner.due == 1
+        owner.done.release()
+        assert [t for t, _ in owner.done.wait_for(2)] == [1, 2]
+        assert s.inline_commits == 0
+    finally:
+        s.close()
+
+
+def test_an_owner_commit_leaves_the_checkpoint_to_the_writer(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past CHECKPOINT_BYTES after an owner commit, the writer thread is woken to copy the log
+    into the database: the owner never waits for a checkpoint."""
+    monkeypatch.setattr(sqlite_store, "CHECKPOINT_BYTES", 1024)
+    data_dir = tmp_path / "data"
+    s = SqliteStore(data_dir)
+    checkpoints: list[int] = []
+    checkpoint = s._checkpoint
+
+    def recording() -> None:
+        checkpoints.append(threading.get_ident())
+        checkpoint()
+
+    s._checkpoint = recording  # type: ignore[method-assign]
+    try:
+        owner = OwnerHook(s)
+        s.submit([add("queue://Q", 1, b"x" * 50_000)], 1)
+        s.commit_due()
+        assert owner.done.wait_for(1) == [(1, None)]
+        assert s.inline_commits == 1
+        deadline = time.monotonic() + WAIT
+        while not checkpoints and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert checkpoints and threading.get_ident() not in checkpoints
+    finally:
+        s.close()
+    assert [m.seq for m in _reopen(data_dir).messages["queue://Q"]] == [1]
+
+
 def test_the_writer_checkpoints_the_log_after_reporting_completions(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -763,6 +917,23 @@ def drain_queue(b: Brokers, name: str, expect: int) -> list[Message]:
     out = receive_all(consumer, expect)
     conn.close()
     return out
+
+
+def test_a_lone_embedded_producer_commits_on_its_own_thread(brokers: Brokers) -> None:
+    """REL-S1: with the store's writer idle, a synchronous PERSISTENT send is committed by the
+    sending thread itself once it lets go of the broker lock (an owner commit: no writer
+    wake-up, no hand-back of the completion), and still returns only once it is durable: the
+    messages are there after a restart."""
+    assert brokers.current is not None
+    store = brokers.current.broker.store  # type: ignore[union-attr]
+    assert isinstance(store, SqliteStore)
+    before = store.inline_commits
+    send(brokers.connect(), Queue("q"), [f"m{i}" for i in range(20)])
+    assert store.inline_commits - before >= 20
+    brokers.restart()
+    assert [m.text for m in drain_queue(brokers, "q", 20)] == [  # type: ignore[attr-defined]
+        f"m{i}" for i in range(20)
+    ]
 
 
 def test_persistent_messages_survive_restarts_and_non_persistent_do_not(

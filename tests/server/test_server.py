@@ -12,10 +12,14 @@ import time
 
 import pytest
 
+from ternmq import ConnectionFactory, Queue
 from ternmq.message.codec import decode_message
 from ternmq.protocol import commands as c
 from ternmq.protocol.frames import PREAMBLE, FrameDecoder, Heartbeat, encode
+from ternmq.server.app import ServerThread
+from ternmq.server.config import ListenerConfig, ServerConfig
 from ternmq.server.security import hash_password
+from ternmq.store.sqlite import SqliteStore
 
 from ._support import HOST, SERVE, Raw, text_message, works
 from .conftest import Serve
@@ -393,3 +397,32 @@ def test_cpu_affinity_pins_the_server_and_its_threads(serve: Serve) -> None:
     )
     assert proc.returncode == 2
     assert f"cpu_affinity {cpu},4095: not available to this process" in proc.stderr
+
+
+def test_a_lone_producers_persistent_sends_are_committed_on_the_event_loop(
+    tmp_path: pathlib.Path,
+) -> None:
+    """REL-S1: with the store's writer idle, the server's event loop commits a lone
+    synchronous producer's PERSISTENT send itself, after reading what the clients sent (an
+    owner commit: no writer wake-up, no completion handed back across threads), and the
+    receipt still follows durability: the messages are in the store after the server stops."""
+    config = ServerConfig(
+        listeners=(ListenerConfig(bind="127.0.0.1", port=0),),
+        data_dir=str(tmp_path / "data"),
+        log_level="warning",
+    )
+    with ServerThread(config) as st:
+        assert st.server.broker is not None
+        store = st.server.broker.store
+        assert isinstance(store, SqliteStore)
+        with ConnectionFactory(st.url).create_connection() as conn:
+            session = conn.create_session()
+            producer = session.create_producer(Queue("q"))
+            for i in range(20):
+                producer.send(session.create_text_message(f"m{i}"))
+        assert store.inline_commits >= 20
+    reopened = SqliteStore(tmp_path / "data")
+    try:
+        assert len(reopened.load().messages["queue://q"]) == 20
+    finally:
+        reopened.close()

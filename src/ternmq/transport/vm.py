@@ -35,7 +35,7 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ternmq.broker.clock import Clock, FakeClock, SystemClock
 from ternmq.broker.config import BrokerConfig
@@ -43,6 +43,9 @@ from ternmq.broker.engine import Broker, BrokerConnection
 from ternmq.errors import JMSException
 from ternmq.protocol import commands as c
 from ternmq.store import MemoryStore, Store
+
+if TYPE_CHECKING:
+    from ternmq.store.sqlite import SqliteStore
 from ternmq.transport._pending import PendingReply, await_reply, fail_all
 
 __all__ = ["EmbeddedBroker", "VmTransport", "get_embedded"]
@@ -105,6 +108,9 @@ class EmbeddedBroker:
         self._listening = False
         # One-way requests (acks, credit) wait here until a thread holds the lock; see _post.
         self._posted: collections.deque[Callable[[], None]] = collections.deque()
+        # A store whose small writes the thread that released the lock makes; see _commit_due.
+        self._owner_store: SqliteStore | None = None
+        self._commit_pending = False
         # Replies produced under the lock, resolved by the holder once it let go; see _resolve.
         self._replies: collections.deque[tuple[PendingReply, c.Reply]] = collections.deque()
 
@@ -129,15 +135,19 @@ class EmbeddedBroker:
             if other is not None and other is not self:
                 raise JMSException(f"an embedded broker named {self.name!r} is already running")
             if self.broker is None:
+                from ternmq.store.sqlite import SqliteStore
+
                 store = self._store
                 if store is None:
                     if self.data_dir is not None:
-                        from ternmq.store.sqlite import SqliteStore
-
                         store = SqliteStore(self.data_dir, self._fsync, self._batch_interval)
                     else:
                         store = self._store = MemoryStore()
                 self.broker = Broker(self.config, store, self.clock, self._users)
+                self._owner_store = None
+                if isinstance(store, SqliteStore):  # see _commit_due
+                    self._owner_store = store
+                    store.set_owner_commits(self._mark_due)
                 if self.data_dir is not None:
                     log.info(
                         "embedded broker %s recovered from %s: %s",
@@ -196,6 +206,8 @@ class EmbeddedBroker:
             self._resolve()
         if self._posted:
             self._try_drain()
+        if self._commit_pending:
+            self._commit_due()
         if deadline is not None and (self._deadline is None or deadline < self._deadline):
             self._reschedule()
 
@@ -213,6 +225,8 @@ class EmbeddedBroker:
             self._resolve()
         if self._posted:
             self._try_drain()
+        if self._commit_pending:
+            self._commit_due()
 
     def _post(self, conn: BrokerConnection, req: c.Request) -> None:
         """Queue a one-way request without ever blocking on the broker lock.
@@ -253,6 +267,24 @@ class EmbeddedBroker:
                 self.lock.release()
             if self._replies:
                 self._resolve()
+        if self._commit_pending:
+            self._commit_due()
+
+    def _mark_due(self) -> None:
+        """The store's owner-commit hook (called inside ``handle``, under the lock): a batch
+        waits for an idle writer; the thread that releases the lock writes it."""
+        self._commit_pending = True
+
+    def _commit_due(self) -> None:
+        """Write the store's small batch on this thread, without the broker lock, if its
+        writer is idle (``SqliteStore.commit_due``): a lone producer's persistent send then
+        costs no thread hand-over. Its completion comes back through ``_post_call`` and
+        wakes the callers (this thread's own reply is resolved before it waits). Batches
+        submitted meanwhile by other threads go to the writer thread, in one group commit."""
+        self._commit_pending = False
+        store = self._owner_store
+        if store is not None:
+            store.commit_due()
 
     def _resolve(self) -> None:
         """Wake the callers of the replies queued under the lock (called without it). Every
