@@ -9,7 +9,9 @@ is installed). The loop is the broker's only owner, as the embedded broker's loc
 thread. Work from other threads comes back through the loop:
 
 - the store's writer thread reports finished batches through ``broker.run_in_owner``, which
-  this server replaces with ``loop.call_soon_threadsafe``;
+  this server replaces with ``loop.call_soon_threadsafe``; a small batch that finds the
+  writer idle is instead written by the loop itself once it has read what its clients sent
+  (owner commits, ``store/sqlite.py``), and its replies leave in the same callback;
 - password hashing runs in a small thread pool and hands its verdict back the same way.
 
 Time-driven work (scheduled delivery, redelivery delay, the expiry reaper, blocked sends) is

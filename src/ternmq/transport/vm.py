@@ -21,6 +21,12 @@ thread hand-offs (each a GIL hand-over, tens of microseconds); calling under a l
 lock acquire. The engine is the same either way; the network server (``ternmq.server``) owns
 it from its asyncio event loop instead.
 
+With a SQLite store, a small batch that finds the store's writer idle is written by the
+thread that submitted it, after it lets go of the lock (owner commits, ``store/sqlite.py``):
+a lone producer's persistent send then waits for its fsync on its own thread, with no
+writer to wake and no completion to hand back; batches that other threads submit meanwhile go
+to the writer in one group commit.
+
 Time-driven work (delivery delay, redelivery delay, the expiry reaper) runs on one timer
 thread that exists only while something is pending, so an idle embedded broker holds no
 thread. With a :class:`~ternmq.broker.clock.FakeClock`, advancing the clock runs that work
