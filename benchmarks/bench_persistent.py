@@ -4,6 +4,8 @@ Scenarios (256-byte TextMessages, PERSISTENT, one queue, an embedded broker on a
   disk          raw fsync rate where the data dir lives: write 4 KiB + fsync in a loop, ~1 s
                 (appending + os.fsync; and rewriting in place + os.fdatasync, as SQLite does
                 once its log is reused: the faster case)
+  sqlite        a bare SQLite loop there, one 256-byte row per commit (WAL, synchronous=FULL),
+                ~1 s: what one store commit costs without ternmq around it
   P producers   P = 1, 8, 64 threads, each with its own connection, session and producer,
                 synchronous send (it returns once the message is durable); nobody consumes
   1 -> 1        1 producer -> 1 consumer on another thread, CLIENT_ACKNOWLEDGE every 100
@@ -35,6 +37,7 @@ import argparse
 import functools
 import os
 import shutil
+import sqlite3
 import statistics
 import tempfile
 import threading
@@ -95,6 +98,37 @@ def fsync_rate(parent: str, seconds: float = FSYNC_PROBE_S, overwrite: bool = Fa
                 return n / (now - start)
     finally:
         os.close(fd)
+        shutil.rmtree(probe, ignore_errors=True)
+
+
+def sqlite_commit_rate(parent: str, seconds: float = FSYNC_PROBE_S) -> tuple[float, float]:
+    """A bare SQLite loop where the data dir lives: one 256-byte row per transaction (WAL,
+    ``synchronous=FULL``, as the store's ``fsync="always"``), for ``seconds``. Returns
+    (commits/s, CPU microseconds per commit, user + system): the floor of a store commit
+    without ternmq around it."""
+    probe = tempfile.mkdtemp(prefix="sqlite-probe-", dir=parent)
+    db = sqlite3.connect(os.path.join(probe, "probe.db"), isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute("CREATE TABLE m(dest TEXT, seq INTEGER, data BLOB, PRIMARY KEY(dest, seq))")
+        body = os.urandom(256)
+        insert = "INSERT INTO m VALUES('queue://probe', ?, ?)"
+        for n in range(100):  # warm up: the table's first pages exist
+            db.execute(insert, (n, body))
+        n = 100
+        cpu = os.times()
+        start = time.perf_counter()
+        while True:
+            db.execute(insert, (n, body))
+            n += 1
+            now = time.perf_counter()
+            if now - start >= seconds:
+                after = os.times()
+                used = after.user - cpu.user + after.system - cpu.system
+                return (n - 100) / (now - start), used / (n - 100) * 1e6
+    finally:
+        db.close()
         shutil.rmtree(probe, ignore_errors=True)
 
 
@@ -284,11 +318,16 @@ def main(argv: list[str] | None = None) -> None:
     try:
         append = fsync_rate(parent)
         rewrite = fsync_rate(parent, overwrite=True)
+        bare, bare_cpu = sqlite_commit_rate(parent)
         pinned = f", pinned to CPU {cpus()[0]}" if args.pin else ""
         print(f"data dir parent: {parent}  (cpus: {os.cpu_count()}{pinned})")
         print(
             f"disk: {append:,.0f} fsyncs/s (append 4 KiB + fsync; "
             f"{1000 / append:.2f} ms each), {rewrite:,.0f}/s rewriting in place + fdatasync"
+        )
+        print(
+            f"sqlite: {bare:,.0f} commits/s of one 256-byte row in a bare loop (WAL, "
+            f"synchronous=FULL; {bare_cpu:.0f} us of CPU each)"
         )
         print(
             f"runs: {args.count:,} messages or {args.seconds:g} s each, median of "
@@ -333,7 +372,8 @@ def main(argv: list[str] | None = None) -> None:
             print()
             print(
                 f"1 producer, fsync='always': {one['always']:,.0f} msg/s = "
-                f"{one['always'] / append:.2f} x the disk's {append:,.0f} fsyncs/s "
+                f"{one['always'] / append:.2f} x the disk's {append:,.0f} fsyncs/s, "
+                f"{one['always'] / bare:.2f} x the bare SQLite loop's {bare:,.0f} commits/s "
                 "(one commit, one fsync, per send)"
             )
     finally:
