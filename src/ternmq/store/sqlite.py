@@ -281,7 +281,7 @@ class SqliteStore:
         self._due_hook: Callable[[], None] | None = None  # see set_owner_commits
         self._due = False  # the hook was called and commit_due has not run since
         self._inline_busy = False  # commit_due is writing on its caller's thread
-        self.inline_commits = 0  # commits written by commit_due on the submitting thread
+        self.inline_commits = 0  # commits made by commit_due on the submitting thread
         self._db_lock = threading.Lock()  # guards the connection (writer thread, reads)
         self._writer: threading.Thread | None = None
         self._closed = False
@@ -446,17 +446,8 @@ class SqliteStore:
             self._queue.clear()
             self._inline_busy = True  # submits meanwhile only queue: no second writer
         try:
-            error: BaseException | None = None
-            with self._db_lock:
-                try:
-                    self._apply([ops for ops, _ in items])
-                    self.inline_commits += 1
-                except (sqlite3.Error, OSError) as exc:
-                    log.error("store write failed: %s", exc)
-                    error = exc
-            callback = self._completion
-            if callback is not None:
-                callback([token for _, token in items], error)
+            self.inline_commits += 1
+            self._commit(items)
         finally:
             with self._lock:
                 self._inline_busy = False
@@ -492,19 +483,24 @@ class SqliteStore:
                 items = list(self._queue)  # everything queued meanwhile: one group commit
                 self._queue.clear()
             if items:
-                error: BaseException | None = None
-                with self._db_lock:
-                    try:
-                        self._apply([ops for ops, _ in items])
-                    except (sqlite3.Error, OSError) as exc:
-                        log.error("store write failed: %s", exc)
-                        error = exc
-                callback = self._completion
-                if callback is not None:
-                    callback([token for _, token in items], error)
+                self._commit(items)
             if self._logged >= CHECKPOINT_BYTES:
                 with self._db_lock:
                     self._checkpoint()
+
+    def _commit(self, items: list[tuple[Sequence[Op], int]]) -> None:
+        """Write the queued ``items`` in one transaction (the group commit), then report their
+        tokens, in order, with the error if the write failed."""
+        error: BaseException | None = None
+        with self._db_lock:
+            try:
+                self._apply([ops for ops, _ in items])
+            except (sqlite3.Error, OSError) as exc:
+                log.error("store write failed: %s", exc)
+                error = exc
+        callback = self._completion
+        if callback is not None:
+            callback([token for _, token in items], error)
 
     def _checkpoint(self) -> None:
         """Copy the log into the database as far as readers allow. Caller holds ``_db_lock``."""
