@@ -103,25 +103,35 @@ class FrameDecoder:
         Raises:
             ProtocolError: a frame over ``max_frame`` or a payload that is not a command.
         """
+        # Frames are decoded from views of the received bytes, not copies; only a partial
+        # frame at the end is kept (decoded commands hold no reference to the input: msgspec
+        # copies bytes fields). With nothing kept from before, ``data`` is parsed in place.
         buf = self._buf
-        buf += data
+        src: bytes | bytearray = data
+        if buf:
+            buf += data
+            src = buf
         out: list[WireCommand] = []
         pos = 0
-        end = len(buf)
-        while end - pos >= 4:
-            (n,) = _LEN.unpack_from(buf, pos)
-            if n > self.max_frame:
-                raise ProtocolError(f"frame of {n} octets exceeds max_frame ({self.max_frame})")
-            if end - pos - 4 < n:
-                break
-            payload = bytes(buf[pos + 4 : pos + 4 + n])
-            pos += 4 + n
-            try:
-                out.append(_decoder.decode(payload))
-            except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
-                raise ProtocolError(f"malformed frame: {exc}") from exc
-        if pos:
-            del buf[:pos]
+        end = len(src)
+        with memoryview(src) as view:
+            while end - pos >= 4:
+                (n,) = _LEN.unpack_from(view, pos)
+                if n > self.max_frame:
+                    raise ProtocolError(f"frame of {n} octets exceeds max_frame ({self.max_frame})")
+                start = pos + 4
+                if end - start < n:
+                    break
+                pos = start + n
+                try:
+                    out.append(_decoder.decode(view[start:pos]))
+                except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
+                    raise ProtocolError(f"malformed frame: {exc}") from exc
+        if src is buf:
+            if pos:
+                del buf[:pos]
+        elif pos < end:
+            buf += data[pos:]
         return out
 
     @property
