@@ -49,11 +49,15 @@ def _validate_name(kind: str, name: object) -> str:
 class Destination:
     """Base of every destination: an immutable (kind, name) value."""
 
-    __slots__ = ("_name",)
+    __slots__ = ("_hash", "_name", "_uri")
     kind: Kind = "queue"
 
     def __init__(self, name: str) -> None:
         self._name = _validate_name(self.kind, name)
+        # Immutable, so the text and the hash are made once: destinations are dict keys and
+        # are written out on every message the broker routes.
+        self._uri = f"{self.kind}://{self._name}"
+        self._hash = hash(self._uri)
 
     @property
     def name(self) -> str:
@@ -73,13 +77,13 @@ class Destination:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Destination):
             return NotImplemented
-        return self.kind == other.kind and self._name == other._name
+        return self._uri == other._uri  # "kind://name": the kind has no "://" in it
 
     def __hash__(self) -> int:
-        return hash((self.kind, self._name))
+        return self._hash
 
     def __str__(self) -> str:
-        return f"{self.kind}://{self._name}"
+        return self._uri
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._name!r})"

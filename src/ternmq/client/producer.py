@@ -14,7 +14,7 @@ under the "block" policy) slows its producers down.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from ternmq.client._foreign import adopt, is_foreign_message, write_back
 from ternmq.client._util import check_reply
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from ternmq.transport._pending import PendingReply
 
 __all__ = ["CompletionListener", "MessageProducer"]
+
+_PERSISTENT: Final = DeliveryMode.PERSISTENT  # per send; a global is ~65 ns faster on 3.11
 
 
 class CompletionListener(Protocol):
@@ -269,14 +271,14 @@ class MessageProducer:
         data = encode_message(message)
         if session._mode == session.SESSION_TRANSACTED:  # a failover dooms this transaction
             session._tx_work = True
-        pipelined = listener is None and mode != DeliveryMode.PERSISTENT and not conn.block_np_sends
+        pipelined = listener is None and mode != _PERSISTENT and not conn.block_np_sends
         quiet = pipelined and session._quiet_next()
         req = c.Send(
             corr=0 if quiet else conn.next_corr(),
             session_id=session._id,
             destination=str(dest),
             message=data,
-            persistent=mode == DeliveryMode.PERSISTENT,
+            persistent=mode == _PERSISTENT,
             priority=prio,
             expiration=message._expiration,
             delivery_time=message._delivery_time,

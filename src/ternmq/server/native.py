@@ -87,6 +87,12 @@ class State(enum.Enum):
     CLOSED = "closed"
 
 
+# The states as module constants for the per-command paths: reading an Enum member off its
+# class costs ~65 ns more than a global on CPython 3.11.
+_OPEN: Final = State.OPEN
+_CONNECT: Final = State.CONNECT
+_CLOSED: Final = State.CLOSED
+
 # (state, input) -> next state. Inputs: "preamble", "Connect", "Heartbeat", "request",
 # "accepted", "refused". Anything else in a state is a protocol error.
 TRANSITIONS: Final[dict[tuple[State, str], State]] = {
@@ -250,7 +256,7 @@ class NativeConnection(asyncio.Protocol):
     def _process(self) -> None:
         backlog = self._backlog
         try:
-            while backlog and (self.state is State.OPEN or self.state is State.CONNECT):
+            while backlog and (self.state is _OPEN or self.state is _CONNECT):
                 self._dispatch(backlog.popleft())
         finally:
             self.server.rearm()
@@ -262,7 +268,7 @@ class NativeConnection(asyncio.Protocol):
         if t not in _REQUEST_TYPES:
             self.fail(f"a client may not send {t.__name__}: it is a reply or an event")
             return
-        if self.state is State.CONNECT:
+        if self.state is _CONNECT:
             if t is not c.Connect:
                 self.fail(f"{t.__name__} before Connect: the first request must be Connect")
                 return
@@ -290,7 +296,7 @@ class NativeConnection(asyncio.Protocol):
             log.exception("event=internal_error peer=%s request=%s", self.peer, type(req).__name__)
             self.fail(f"internal error handling {type(req).__name__}: {type(exc).__name__}")
             return
-        if conn.closed and self.state is not State.CLOSED:
+        if conn.closed and self.state is not _CLOSED:
             # Disconnect, or a refused Connect: close once the reply is out.
             if not req.corr or self._last_reply_corr == req.corr:
                 self.close("disconnected" if type(req) is c.Disconnect else "refused")
@@ -358,12 +364,12 @@ class NativeConnection(asyncio.Protocol):
     @property
     def is_open(self) -> bool:
         """Whether the connection is authenticated and not closed."""
-        return self.state is State.OPEN
+        return self.state is _OPEN
 
     # ---- output ---------------------------------------------------------------------------
     def _emit(self, cmd: c.Command) -> None:
         """The engine's output callback: never calls back into the engine."""
-        if self.state is State.CLOSED:
+        if self.state is _CLOSED:
             return
         self._write(encode(cmd))
         t = type(cmd)
