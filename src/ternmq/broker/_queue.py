@@ -169,11 +169,12 @@ class MessageQueue:
     ) -> Entry:
         """Take a message (new, or recovered with its ``seq`` and delivery ``count``).
         ``held`` is what it counts against memory limits (default: its size; 0 if paged)."""
-        if seq:
-            self.last_seq = max(self.last_seq, seq)
-        else:
+        new = not seq
+        if new:
             self.last_seq += 1
             seq = self.last_seq
+        else:
+            self.last_seq = max(self.last_seq, seq)
         entry = Entry(seq, stored, self, count)
         entry.held = (stored.size if stored.data is not None else 0) if held is None else held
         self.bytes += entry.held
@@ -184,6 +185,10 @@ class MessageQueue:
             heapq.heappush(self.expiring, (stored.expiration, seq, entry))
         if stored.delivery_time > now:
             heapq.heappush(self.scheduled, (stored.delivery_time, seq, entry))
+        elif new:  # the highest sequence number yet: the end of its priority's order
+            entry.state = READY
+            self._ready[stored.priority][seq] = entry
+            self.ready_count += 1
         else:
             self._make_ready(entry)
         return entry
