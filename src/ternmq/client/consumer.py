@@ -157,8 +157,8 @@ class MessageConsumer:
                 "this consumer has a message listener: receive() is not allowed"
             )
         session = self._session
-        cond = session._cond
-        with cond:
+        lock = session._lock  # the session's Condition's lock: C-level with
+        with lock:
             if self._receiving:
                 raise IllegalStateException("another thread is already receiving on this consumer")
             self._receiving = True
@@ -172,9 +172,10 @@ class MessageConsumer:
                     return msg
             return self._receive(timeout)
         finally:
-            with cond:
+            with lock:
                 self._receiving = False
-                cond.notify_all()  # close() waits for pending receives (CONS-15)
+                if session._closers:  # close() waits for pending receives (CONS-15)
+                    session._cond.notify_all()
 
     def _receive(self, timeout: float | None) -> Message | None:
         session = self._session
@@ -285,7 +286,7 @@ class MessageConsumer:
             )
             self._mark_closed()
             session._cond.notify_all()
-            session._cond.wait_for(lambda: not self._receiving)  # CONS-15
+            session._wait_closing(lambda: not self._receiving)  # CONS-15
             delivered = [d for d, k in session._unacked if k is self]
             epoch = session._epoch
         session._remove_consumer(self)

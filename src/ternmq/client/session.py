@@ -106,7 +106,13 @@ class Session:
         self._connection = connection
         self._id = sid
         self._mode = mode
-        self._cond = threading.Condition(threading.Lock())
+        # _cond's lock, for paths that only need the lock (a Condition's ``with`` is two
+        # Python calls, the bare lock's is C).
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        # Threads waiting in close() for pending receive() calls to return (CONS-15): only
+        # then does a returning receive() notify (see MessageConsumer.receive).
+        self._closers = 0
         self._closed = False
         self._closing = False
         self._consumers: dict[int, MessageConsumer] = {}
@@ -591,6 +597,15 @@ class Session:
         if self._mode == self.CLIENT_ACKNOWLEDGE:
             self._acknowledge_all()
 
+    def _wait_closing(self, done: Callable[[], bool]) -> None:
+        """Under ``_cond``: wait until ``done()``, counted in ``_closers`` so that the
+        receive() calls it waits for notify when they return."""
+        self._closers += 1
+        try:
+            self._cond.wait_for(done)
+        finally:
+            self._closers -= 1
+
     # ---- hand-over: the one path from buffer to application ----------------------------------
     def _hand_over(self, consumer: MessageConsumer, d: c.Deliver, epoch: int) -> Message | None:
         """Turn a delivery read in ``epoch`` into the application's message, or None if it
@@ -782,7 +797,7 @@ class Session:
             self._cond.notify_all()
         self._wait_listener_idle()
         with self._cond:  # pending receives return before close does (CONN-18, SESS-27)
-            self._cond.wait_for(lambda: not any(k._receiving for k in self._consumers.values()))
+            self._wait_closing(lambda: not any(k._receiving for k in self._consumers.values()))
         self._wait_sends()
         self._flush_dups()
         with self._cond:
