@@ -694,6 +694,51 @@ def test_batches_submitted_during_an_owner_commit_go_to_the_writer_together(
     assert len(_reopen(tmp_path / "data").messages["queue://Q"]) == 11
 
 
+def test_close_during_an_owner_commit_writes_the_rest_and_starts_no_writer(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """close() while an owner commit runs on another thread: close() waits for it, writes
+    what was queued meanwhile itself, and the owner commit, once done, starts no writer
+    thread on the closed store (not even for a checkpoint that is due)."""
+    monkeypatch.setattr(sqlite_store, "CHECKPOINT_BYTES", 1)
+    s = SqliteStore(tmp_path / "data")
+    owner = OwnerHook(s)
+    inside, release = threading.Event(), threading.Event()
+    apply = s._apply
+
+    def slow_apply(batches: list[Sequence[Op]]) -> None:
+        if threading.current_thread().name == "owner":
+            inside.set()
+            assert release.wait(WAIT)
+        apply(batches)
+
+    started: list[str] = []
+    run = s._run
+
+    def recording_run() -> None:
+        started.append(threading.current_thread().name)
+        run()
+
+    s._apply = slow_apply  # type: ignore[method-assign]
+    s._run = recording_run  # type: ignore[method-assign]
+    s.submit([add("queue://Q", 1)], 1)
+    committer = threading.Thread(target=s.commit_due, name="owner")
+    committer.start()
+    assert inside.wait(WAIT)
+    s.submit([add("queue://Q", 2)], 2)  # queued during the owner commit
+    closer = threading.Thread(target=s.close)
+    closer.start()
+    deadline = time.monotonic() + WAIT
+    while not s._closed and time.monotonic() < deadline:
+        time.sleep(0.001)
+    release.set()
+    committer.join(WAIT)
+    closer.join(WAIT)
+    assert [t for t, _ in owner.done.wait_for(2)] == [1, 2]
+    assert started == [], "a writer thread was started on the closed store"
+    assert [m.seq for m in _reopen(tmp_path / "data").messages["queue://Q"]] == [1, 2]
+
+
 def test_no_due_while_the_writer_works_and_it_takes_the_batch(tmp_path: pathlib.Path) -> None:
     """A batch submitted while the writer thread is writing is not announced to the owner:
     the writer takes it next, as without owner commits."""

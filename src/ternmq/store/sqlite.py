@@ -451,10 +451,11 @@ class SqliteStore:
         finally:
             with self._lock:
                 self._inline_busy = False
-                if self._logged >= CHECKPOINT_BYTES:
-                    self._checkpoint_due = True  # the writer's job: no reply waits for it
-                if self._queue or self._checkpoint_due:
-                    self._wake_writer()
+                if not self._closed:  # else close() writes what queued meanwhile
+                    if self._logged >= CHECKPOINT_BYTES:
+                        self._checkpoint_due = True  # the writer's job: no reply waits for it
+                    if self._queue or self._checkpoint_due:
+                        self._wake_writer()
 
     def _wake_writer(self) -> None:
         """Start the writer or wake it if it waits. Caller holds ``_lock``."""
