@@ -981,6 +981,30 @@ def test_a_lone_embedded_producer_commits_on_its_own_thread(brokers: Brokers) ->
     ]
 
 
+def test_an_embedded_consumers_acknowledgements_are_not_committed_on_its_thread(
+    brokers: Brokers,
+) -> None:
+    """REL-S1: an AUTO_ACKNOWLEDGE acknowledgement is one-way (nobody waits for its commit),
+    so its store batch goes to the writer thread, never to an owner commit on the consumer's
+    thread (which would make every receive() wait for an fsync: a persistent queue drained
+    at the disk's commit rate instead of the broker's). The acknowledged messages are gone
+    after a restart."""
+    assert brokers.current is not None
+    store = brokers.current.broker.store  # type: ignore[union-attr]
+    assert isinstance(store, SqliteStore)
+    send(brokers.connect(), Queue("q"), [f"m{i}" for i in range(20)])
+    inline, commits = store.inline_commits, store.commits
+    consumer = brokers.connect().create_session(False, AUTO).create_consumer(Queue("q"))
+    assert texts_of(consumer, 20) == [f"m{i}" for i in range(20)]
+    deadline = time.monotonic() + WAIT
+    while store.commits == commits and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert store.commits > commits
+    assert store.inline_commits == inline
+    brokers.restart()
+    assert drain_queue(brokers, "q", 0) == []
+
+
 def test_persistent_messages_survive_restarts_and_non_persistent_do_not(
     brokers: Brokers,
 ) -> None:

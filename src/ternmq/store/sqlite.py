@@ -23,16 +23,17 @@ Small writes on the submitting thread (:meth:`set_owner_commits`; the server and
 embedded broker turn it on). With one producer waiting for each receipt, every send paid two
 thread hand-overs around its commit: the writer woken for the batch, the broker's thread
 woken for the completion (strace of ``ternmq serve``: seven futex calls, a self-pipe write
-and read and three polls per send). Instead, the owner is told (``due()``) when a batch waits
-for an *idle* writer and calls :meth:`commit_due` when it is ready to block for one commit
-(the server once it has read what its clients sent, the embedded broker once the thread that
-submitted has let go of the broker lock). If the queue holds at most ``INLINE_OPS``
-operations and ``INLINE_BYTES`` of messages, that thread writes them, one commit, and reports
-them itself; batches submitted meanwhile only queue and go to the writer afterwards, in one
-group commit; anything larger, or queued while the writer works, stays the writer's, so under
-load the broker keeps working while the disk does. Every write runs under one lock
-(``_db_lock``), in submission order: one thread at a time owns the database. Checkpoints stay
-on the writer thread.
+and read and three polls per send). Instead, the owner is told (``due()``) when a batch
+waits for an *idle* writer and calls :meth:`commit_due` when it is ready to block for one
+commit (the server once it has read what its clients sent; the embedded broker on the thread
+whose request made the batch and waits for its reply, once it has let go of the broker lock,
+and never for a one-way acknowledgement, which nobody waits for). If the queue holds at most
+``INLINE_OPS`` operations and ``INLINE_BYTES`` of messages, that thread writes them, one
+commit, and reports them itself; batches submitted meanwhile only queue and go to the writer
+afterwards, in one group commit; anything larger, or queued while the writer works, stays
+the writer's, so under load the broker keeps working while the disk does. Every write runs
+under one lock (``_db_lock``), in submission order: one thread at a time owns the database.
+Checkpoints stay on the writer thread.
 
 A lock file (``LOCK``, ``fcntl.flock``) keeps a second process off the same directory.
 The writer thread exists only while there is work, so an idle broker holds no thread.
@@ -428,10 +429,12 @@ class SqliteStore:
         with self._lock:
             self._due_hook = due
 
-    def commit_due(self) -> None:
+    def commit_due(self, here: bool = True) -> None:
         """Write the queued batches on this thread if the writer is idle and they are small
         (``INLINE_OPS``, ``INLINE_BYTES``), reporting them to the completion callback from
         here; larger ones are handed to the writer, and a working writer takes them anyway.
+        ``here=False`` hands them to the writer in any case (a caller that would otherwise
+        wait for a commit nobody asked it to wait for).
         """
         with self._lock:
             self._due = False
@@ -439,7 +442,7 @@ class SqliteStore:
                 return  # close() writes what is queued; a running owner commit hands it on
             if self._writer is not None and not self._waiting:
                 return  # the writer works: it takes the queue next
-            if not _small(self._queue):
+            if not here or not _small(self._queue):
                 self._wake_writer()
                 return
             items = list(self._queue)

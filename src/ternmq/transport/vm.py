@@ -22,10 +22,11 @@ lock acquire. The engine is the same either way; the network server (``ternmq.se
 it from its asyncio event loop instead.
 
 With a SQLite store, a small batch that finds the store's writer idle is written by the
-thread that submitted it, after it lets go of the lock (owner commits, ``store/sqlite.py``):
-a lone producer's persistent send then waits for its fsync on its own thread, with no
-writer to wake and no completion to hand back; batches that other threads submit meanwhile go
-to the writer in one group commit.
+thread whose request made it, after it lets go of the lock (owner commits,
+``store/sqlite.py``): a lone producer's persistent send then waits for its fsync on its own
+thread, with no writer to wake and no completion to hand back. A one-way request (an
+acknowledgement) waits for nothing, so its batch goes to the writer thread; so do batches
+that other threads submit meanwhile, in one group commit.
 
 Time-driven work (delivery delay, redelivery delay, the expiry reaper) runs on one timer
 thread that exists only while something is pending, so an idle embedded broker holds no
@@ -206,14 +207,19 @@ class EmbeddedBroker:
             if broker is None:
                 raise JMSException(f"the embedded broker {self.url} is stopped")
             self._drain()  # earlier one-way requests first: per-connection order holds
+            store = self._owner_store
+            batches = 0 if store is None else store.batches
             broker.handle(conn, req)
+            # The caller waits for this request's reply: if it made a store batch, the reply
+            # waits for that commit anyway, and this thread may as well write it.
+            mine = store is not None and store.batches != batches
             deadline = broker.next_deadline()
         if self._replies:
             self._resolve()
+        if self._commit_pending:
+            self._commit_due(mine)
         if self._posted:
             self._try_drain()
-        if self._commit_pending:
-            self._commit_due()
         if deadline is not None and (self._deadline is None or deadline < self._deadline):
             self._reschedule()
 
@@ -232,7 +238,7 @@ class EmbeddedBroker:
         if self._posted:
             self._try_drain()
         if self._commit_pending:
-            self._commit_due()
+            self._commit_due(False)
 
     def _post(self, conn: BrokerConnection, req: c.Request) -> None:
         """Queue a one-way request without ever blocking on the broker lock.
@@ -274,23 +280,25 @@ class EmbeddedBroker:
             if self._replies:
                 self._resolve()
         if self._commit_pending:
-            self._commit_due()
+            self._commit_due(False)
 
     def _mark_due(self) -> None:
         """The store's owner-commit hook (called inside ``handle``, under the lock): a batch
         waits for an idle writer; the thread that releases the lock writes it."""
         self._commit_pending = True
 
-    def _commit_due(self) -> None:
-        """Write the store's small batch on this thread, without the broker lock, if its
+    def _commit_due(self, here: bool) -> None:
+        """Hand the store's due batch on, without the broker lock. ``here``: this thread made
+        a request whose reply waits for that batch, so it writes the batch itself if the
         writer is idle (``SqliteStore.commit_due``): a lone producer's persistent send then
-        costs no thread hand-over. Its completion comes back through ``_post_call`` and
-        wakes the callers (this thread's own reply is resolved before it waits). Batches
-        submitted meanwhile by other threads go to the writer thread, in one group commit."""
+        costs no thread hand-over; its completion comes back through ``_post_call`` and
+        resolves its reply before it waits. Otherwise (a one-way acknowledgement, a timer,
+        a batch of another thread's) the writer thread takes it: nobody waits for it here.
+        Batches submitted meanwhile by other threads go to the writer, in one group commit."""
         self._commit_pending = False
         store = self._owner_store
         if store is not None:
-            store.commit_due()
+            store.commit_due(here)
 
     def _resolve(self) -> None:
         """Wake the callers of the replies queued under the lock (called without it). Every
