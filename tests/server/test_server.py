@@ -426,3 +426,45 @@ def test_a_lone_producers_persistent_sends_are_committed_on_the_event_loop(
         assert len(reopened.load().messages["queue://q"]) == 20
     finally:
         reopened.close()
+
+
+def test_a_consumers_acknowledgements_are_not_committed_on_the_event_loop(
+    tmp_path: pathlib.Path,
+) -> None:
+    """REL-S1: an AUTO_ACKNOWLEDGE acknowledgement is one-way (nobody waits for its commit),
+    so the event loop leaves its store batch to the writer thread instead of stopping its
+    reading for an fsync; the acknowledged messages are gone after the server stops."""
+    config = ServerConfig(
+        listeners=(ListenerConfig(bind="127.0.0.1", port=0),),
+        data_dir=str(tmp_path / "data"),
+        log_level="warning",
+    )
+    with ServerThread(config) as st:
+        assert st.server.broker is not None
+        store = st.server.broker.store
+        assert isinstance(store, SqliteStore)
+        with ConnectionFactory(st.url).create_connection() as conn:
+            session = conn.create_session()
+            producer = session.create_producer(Queue("q"))
+            for i in range(20):
+                producer.send(session.create_text_message(f"m{i}"))
+            inline, commits = store.inline_commits, store.commits
+            consumer = session.create_consumer(Queue("q"))
+            conn.start()
+            texts = []
+            for _ in range(20):  # one at a time: each acknowledgement finds the writer idle
+                m = consumer.receive(5.0)
+                assert m is not None
+                texts.append(m.text)  # type: ignore[attr-defined]
+                time.sleep(0.02)
+            assert texts == [f"m{i}" for i in range(20)]
+            deadline = time.monotonic() + 5.0
+            while store.commits == commits and time.monotonic() < deadline:
+                time.sleep(0.01)
+        assert store.commits > commits
+        assert store.inline_commits == inline
+    reopened = SqliteStore(tmp_path / "data")
+    try:
+        assert reopened.load().messages.get("queue://q", []) == []
+    finally:
+        reopened.close()

@@ -10,8 +10,9 @@ thread. Work from other threads comes back through the loop:
 
 - the store's writer thread reports finished batches through ``broker.run_in_owner``, which
   this server replaces with ``loop.call_soon_threadsafe``; a small batch that finds the
-  writer idle is instead written by the loop itself once it has read what its clients sent
-  (owner commits, ``store/sqlite.py``), and its replies leave in the same callback;
+  writer idle and that a request awaiting its reply made is instead written by the loop
+  itself once it has read what its clients sent (owner commits, ``store/sqlite.py``), and
+  its replies leave in the same callback;
 - password hashing runs in a small thread pool and hands its verdict back the same way.
 
 Time-driven work (scheduled delivery, redelivery delay, the expiry reaper, blocked sends) is
@@ -119,8 +120,12 @@ class BrokerServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._to_flush: list[NativeConnection] = []  # connections with output, this iteration
-        self._owner_store: SqliteStore | None = None  # writes small commits on the loop
+        # The store whose small commits the loop writes itself (owner commits), if any.
+        self.owner_store: SqliteStore | None = None
         self._inline_posts: list[Callable[[], None]] | None = None  # see _commit_due
+        # A request that awaits a reply made a store batch since the last _commit_due: only
+        # then may the loop write the batch itself (see NativeConnection._handle).
+        self.due_awaited = False
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -155,7 +160,7 @@ class BrokerServer:
             raise
         broker.run_in_owner = self._post  # type: ignore[method-assign]
         if isinstance(store, SqliteStore):
-            self._owner_store = store
+            self.owner_store = store
             store.set_owner_commits(self._commit_soon)
         broker.on_warning = functools.partial(log_event, log, logging.WARNING)
         self.broker = broker
@@ -265,15 +270,18 @@ class BrokerServer:
         """Let the store write a small batch here rather than wake its writer thread
         (``SqliteStore.commit_due``), then release what the commit made durable and write the
         replies now: a lone synchronous producer saves two thread hand-overs and two loop
-        iterations per send. The loop blocks for that one commit; batches that arrive while
-        the writer works, or large ones, stay the writer's."""
-        store = self._owner_store
+        iterations per send. Only if a request that awaits a reply made a batch since the
+        last call (``due_awaited``): one-way acknowledgements wait for nobody, and the loop
+        should not stop reading for their fsync. The loop blocks for that one commit; batches
+        that arrive while the writer works, or large ones, stay the writer's."""
+        store = self.owner_store
         if store is None:
             return
+        here, self.due_awaited = self.due_awaited, False
         posts: list[Callable[[], None]] = []
         self._inline_posts = posts
         try:
-            store.commit_due()
+            store.commit_due(here)  # one-way requests only (acknowledgements): the writer's
         finally:
             self._inline_posts = None
         for fn in posts:

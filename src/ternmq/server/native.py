@@ -290,12 +290,16 @@ class NativeConnection(asyncio.Protocol):
             self._inflight += 1
             if self._inflight >= self._limits.max_inflight_requests:
                 self._pause("inflight")  # its replies wait for the store: stop reading
+        store = self.server.owner_store
+        batches = 0 if store is None else store.batches
         try:
             broker.handle(conn, req)
         except Exception as exc:  # a bug in the engine: this connection only pays for it
             log.exception("event=internal_error peer=%s request=%s", self.peer, type(req).__name__)
             self.fail(f"internal error handling {type(req).__name__}: {type(exc).__name__}")
             return
+        if req.corr and store is not None and store.batches != batches:
+            self.server.due_awaited = True  # its reply waits for that commit: see _commit_due
         if conn.closed and self.state is not _CLOSED:
             # Disconnect, or a refused Connect: close once the reply is out.
             if not req.corr or self._last_reply_corr == req.corr:

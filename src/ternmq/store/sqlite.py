@@ -25,15 +25,15 @@ thread hand-overs around its commit: the writer woken for the batch, the broker'
 woken for the completion (strace of ``ternmq serve``: seven futex calls, a self-pipe write
 and read and three polls per send). Instead, the owner is told (``due()``) when a batch
 waits for an *idle* writer and calls :meth:`commit_due` when it is ready to block for one
-commit (the server once it has read what its clients sent; the embedded broker on the thread
-whose request made the batch and waits for its reply, once it has let go of the broker lock,
-and never for a one-way acknowledgement, which nobody waits for). If the queue holds at most
-``INLINE_OPS`` operations and ``INLINE_BYTES`` of messages, that thread writes them, one
-commit, and reports them itself; batches submitted meanwhile only queue and go to the writer
-afterwards, in one group commit; anything larger, or queued while the writer works, stays
-the writer's, so under load the broker keeps working while the disk does. Every write runs
-under one lock (``_db_lock``), in submission order: one thread at a time owns the database.
-Checkpoints stay on the writer thread.
+commit: the server once it has read what its clients sent, the embedded broker on the thread
+whose request made the batch, once it has let go of the broker lock; both only for a request
+that awaits its reply, never for a one-way acknowledgement, which nobody waits for. If the
+queue holds at most ``INLINE_OPS`` operations and ``INLINE_BYTES`` of messages, that thread
+writes them, one commit, and reports them itself; batches submitted meanwhile only queue and
+go to the writer afterwards, in one group commit; anything larger, or queued while the
+writer works, stays the writer's, so under load the broker keeps working while the disk
+does. Every write runs under one lock (``_db_lock``), in submission order: one thread at a
+time owns the database. Checkpoints stay on the writer thread.
 
 A lock file (``LOCK``, ``fcntl.flock``) keeps a second process off the same directory.
 The writer thread exists only while there is work, so an idle broker holds no thread.
