@@ -36,6 +36,7 @@ from ._helpers import (
     MakeBroker,
     Q,
     T,
+    Worker,
     browse_via,
     drain,
     drain_messages_via,
@@ -1047,6 +1048,29 @@ def test_a_08_quiet_sends_count_in_the_window(
     monkeypatch.setattr(session_module, "SEND_WINDOW", 8)
     monkeypatch.setattr(session_module, "QUIET_RUN", 4)
     _window_run(make_broker(policies={"queue://Q": BLOCKING}).url, total=14, first_wave=11)
+
+
+def test_a_08_close_waits_for_held_quiet_sends(make_broker: MakeBroker) -> None:
+    """A-08, PSF-07: quiet pipelined sends that the broker holds for room (a full queue under
+    the "block" policy) are not lost when their connection closes: close() waits until they
+    are taken (a consumer makes room), as it waits for outstanding sends; the broker answers
+    the Disconnect only then."""
+    url = make_broker(policies={"queue://Q": BLOCKING}).url
+    body = "b" * 3000
+    conn = _pipelined(url).create_connection()
+    session = conn.create_session()
+    p = session.create_producer(Q)
+    p.delivery_mode = DeliveryMode.NON_PERSISTENT
+    for i in range(3):  # two fit in BLOCKING's 8,000 bytes; the third is held, quietly
+        p.send(session.create_text_message(f"{i}:{body}"))
+    closer = Worker(conn.close).start()
+    assert not closer.done.wait(NOTHING * 4), "close() returned with a send still held"
+    with ConnectionFactory(url).create_connection() as other:
+        consumer = other.create_session().create_consumer(Q)
+        other.start()
+        got = [text(consumer.receive(WAIT)) for _ in range(3)]
+    closer.join(WAIT)
+    assert got == [f"{i}:{body}" for i in range(3)]
 
 
 def _window_run(url: str, total: int, first_wave: int) -> None:

@@ -230,9 +230,11 @@ class Broker:
         self._timers: list[tuple[int, int, MessageQueue | None]] = []
         self._timer_seq = itertools.count()
         self._reaper_due: int | None = None
-        self._blocked: collections.deque[tuple[int, BrokerConnection, Destination, c.Send]] = (
-            collections.deque()
-        )
+        # Sends held for room (PSF-07), in arrival order, and a Disconnect that waits behind
+        # its connection's held sends (destination None; see _on_disconnect).
+        self._blocked: collections.deque[
+            tuple[int, BrokerConnection, Destination | None, c.Send | c.Disconnect]
+        ] = collections.deque()
         self._dest_cache: dict[str, Destination] = {}
         self._tx_added: list[Entry] | None = None  # entries a commit in progress enqueued
         # Sequence access (_sequenced.py): reserved positions per durable key, staged
@@ -517,7 +519,14 @@ class Broker:
         self._set_client_id(conn, req.client_id)
         return c.Ok(corr=req.corr)
 
-    def _on_disconnect(self, conn: BrokerConnection, req: c.Disconnect) -> c.Reply:
+    def _on_disconnect(self, conn: BrokerConnection, req: c.Disconnect) -> c.Reply | None:
+        if any(held[1] is conn for held in self._blocked):
+            # Sends of this connection wait for room, quiet ones among them (answered only if
+            # refused, so the client cannot wait for them): a graceful close waits for them
+            # to be taken or refused, as JMS's close() waits for outstanding sends, instead of
+            # dropping them with the connection.
+            self._blocked.append((0, conn, None, req))
+            return None
         self._close_connection(conn)
         return c.Ok(corr=req.corr)
 
@@ -814,6 +823,12 @@ class Broker:
         """Retry held sends in arrival order; fail those past their deadline."""
         while self._blocked:
             deadline, conn, dest, req = self._blocked[0]
+            if dest is None or not isinstance(req, c.Send):  # a Disconnect: its sends are done
+                self._blocked.popleft()
+                if not conn.closed:
+                    self._close_connection(conn)
+                self._answer(conn, req, c.Ok(corr=req.corr))
+                continue
             if conn.closed:
                 self._blocked.popleft()
                 continue
