@@ -3,16 +3,18 @@ timeouts and heartbeats, authentication and permissions, limits, and a graceful 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import socket
 import struct
 import subprocess
 import time
+from collections.abc import Iterator
 
 import pytest
 
-from ternmq import ConnectionFactory, Queue
+from ternmq import ConnectionFactory, Queue, Session
 from ternmq.message.codec import decode_message
 from ternmq.protocol import commands as c
 from ternmq.protocol.frames import PREAMBLE, FrameDecoder, Heartbeat, encode
@@ -399,6 +401,36 @@ def test_cpu_affinity_pins_the_server_and_its_threads(serve: Serve) -> None:
     assert f"cpu_affinity {cpu},4095: not available to this process" in proc.stderr
 
 
+@contextlib.contextmanager
+def _server_on_store(data_dir: pathlib.Path) -> Iterator[tuple[ServerThread, SqliteStore]]:
+    """An in-process server on the SQLite store in ``data_dir``, and that store."""
+    config = ServerConfig(
+        listeners=(ListenerConfig(bind="127.0.0.1", port=0),),
+        data_dir=str(data_dir),
+        log_level="warning",
+    )
+    with ServerThread(config) as st:
+        assert st.server.broker is not None
+        store = st.server.broker.store
+        assert isinstance(store, SqliteStore)
+        yield st, store
+
+
+def _send_texts(session: Session, n: int) -> None:
+    producer = session.create_producer(Queue("q"))
+    for i in range(n):
+        producer.send(session.create_text_message(f"m{i}"))
+
+
+def _stored(data_dir: pathlib.Path) -> int:
+    """How many messages queue://q holds in the (stopped) server's store."""
+    reopened = SqliteStore(data_dir)
+    try:
+        return len(reopened.load().messages.get("queue://q", []))
+    finally:
+        reopened.close()
+
+
 def test_a_lone_producers_persistent_sends_are_committed_on_the_event_loop(
     tmp_path: pathlib.Path,
 ) -> None:
@@ -406,26 +438,11 @@ def test_a_lone_producers_persistent_sends_are_committed_on_the_event_loop(
     synchronous producer's PERSISTENT send itself, after reading what the clients sent (an
     owner commit: no writer wake-up, no completion handed back across threads), and the
     receipt still follows durability: the messages are in the store after the server stops."""
-    config = ServerConfig(
-        listeners=(ListenerConfig(bind="127.0.0.1", port=0),),
-        data_dir=str(tmp_path / "data"),
-        log_level="warning",
-    )
-    with ServerThread(config) as st:
-        assert st.server.broker is not None
-        store = st.server.broker.store
-        assert isinstance(store, SqliteStore)
+    with _server_on_store(tmp_path / "data") as (st, store):
         with ConnectionFactory(st.url).create_connection() as conn:
-            session = conn.create_session()
-            producer = session.create_producer(Queue("q"))
-            for i in range(20):
-                producer.send(session.create_text_message(f"m{i}"))
+            _send_texts(conn.create_session(), 20)
         assert store.inline_commits >= 20
-    reopened = SqliteStore(tmp_path / "data")
-    try:
-        assert len(reopened.load().messages["queue://q"]) == 20
-    finally:
-        reopened.close()
+    assert _stored(tmp_path / "data") == 20
 
 
 def test_a_consumers_acknowledgements_are_not_committed_on_the_event_loop(
@@ -434,20 +451,10 @@ def test_a_consumers_acknowledgements_are_not_committed_on_the_event_loop(
     """REL-S1: an AUTO_ACKNOWLEDGE acknowledgement is one-way (nobody waits for its commit),
     so the event loop leaves its store batch to the writer thread instead of stopping its
     reading for an fsync; the acknowledged messages are gone after the server stops."""
-    config = ServerConfig(
-        listeners=(ListenerConfig(bind="127.0.0.1", port=0),),
-        data_dir=str(tmp_path / "data"),
-        log_level="warning",
-    )
-    with ServerThread(config) as st:
-        assert st.server.broker is not None
-        store = st.server.broker.store
-        assert isinstance(store, SqliteStore)
+    with _server_on_store(tmp_path / "data") as (st, store):
         with ConnectionFactory(st.url).create_connection() as conn:
             session = conn.create_session()
-            producer = session.create_producer(Queue("q"))
-            for i in range(20):
-                producer.send(session.create_text_message(f"m{i}"))
+            _send_texts(session, 20)
             inline, commits = store.inline_commits, store.commits
             consumer = session.create_consumer(Queue("q"))
             conn.start()
@@ -463,8 +470,4 @@ def test_a_consumers_acknowledgements_are_not_committed_on_the_event_loop(
                 time.sleep(0.01)
         assert store.commits > commits
         assert store.inline_commits == inline
-    reopened = SqliteStore(tmp_path / "data")
-    try:
-        assert reopened.load().messages.get("queue://q", []) == []
-    finally:
-        reopened.close()
+    assert _stored(tmp_path / "data") == 0
