@@ -471,3 +471,32 @@ def test_a_consumers_acknowledgements_are_not_committed_on_the_event_loop(
         assert store.commits > commits
         assert store.inline_commits == inline
     assert _stored(tmp_path / "data") == 0
+
+
+def test_a_disconnect_waits_for_held_quiet_sends_then_closes(serve: Serve) -> None:
+    """A-08, PSF-07 on the wire: a Disconnect from a connection whose quiet sends the broker
+    holds for room (a full "block" queue) gets no reply while they are held; once another
+    client makes room they are delivered, the Disconnect is answered, and the server closes
+    the connection itself."""
+    server = serve('[destinations."queue://held"]\nmax_bytes = 8000\nfull_policy = "block"\n')
+    body = "b" * 3000
+    with Raw(server.port) as cl:
+        assert isinstance(cl.connect(), c.Connected)
+        assert isinstance(cl.request(c.CreateSession(session_id=1)), c.Ok)
+        for i in range(3):  # two fit in 8,000 bytes; the third is held
+            msg = text_message(f"{i}:{body}")
+            cl.send(c.Send(session_id=1, destination="queue://held", message=msg, quiet=True))
+        cl.corr += 1
+        cl.send(c.Disconnect(corr=cl.corr))
+        cl.sock.settimeout(0.3)
+        with pytest.raises(TimeoutError):
+            cl.recv()  # held: no reply yet
+        cl.sock.settimeout(10.0)
+        with ConnectionFactory(f"tcp://{HOST}:{server.port}").create_connection() as other:
+            consumer = other.create_session().create_consumer(Queue("held"))
+            other.start()
+            got = [consumer.receive(10.0) for _ in range(3)]
+        assert [m.text[:2] for m in got if m is not None] == ["0:", "1:", "2:"]  # type: ignore[attr-defined]
+        rest = cl.read_until_closed()
+        assert [type(cmd) for cmd in rest] == [c.Ok]
+        assert rest[0].corr == cl.corr  # type: ignore[union-attr]

@@ -23,11 +23,12 @@ Sends in flight: an asynchronous send (completion listener) and, with
 broker's receipt. At most :data:`SEND_WINDOW` of each kind are in flight per session; the
 next one waits for the oldest. A refused pipelined send is kept in ``_send_failure`` and
 raised by the next send (and makes the transaction roll back); ``commit``, ``rollback`` and
-``close`` first wait for every send in flight. Outside a transaction most pipelined sends
-are *quiet* (``Send.quiet``: no reply unless refused, then a ``SendFailed`` event); one in
-every :data:`QUIET_RUN` is an ordinary request whose reply vouches for the quiet ones before
-it, and the window counts the sends each reply vouches for. Measured, pinned, 1 -> 1: a reply
-per send cost the client ~2.5 µs of its ~21 µs per message.
+``close`` first wait for every send in flight (a quiet one the broker holds for room holds
+the connection's ``Disconnect`` instead: docs/protocol.md). Outside a transaction most
+pipelined sends are *quiet* (``Send.quiet``: no reply unless refused, then a ``SendFailed``
+event); one in every :data:`QUIET_RUN` is an ordinary request whose reply vouches for the
+quiet ones before it, and the window counts the sends each reply vouches for. Measured,
+pinned, 1 -> 1: a reply per send cost the client ~2.5 µs of its ~21 µs per message.
 
 Failover (see :mod:`ternmq.client.connection`): ``_epoch`` counts the links this session has
 lived on. Delivery ids are only meaningful on the link that made them, so every id leaves

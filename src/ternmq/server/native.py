@@ -290,7 +290,7 @@ class NativeConnection(asyncio.Protocol):
             self._inflight += 1
             if self._inflight >= self._limits.max_inflight_requests:
                 self._pause("inflight")  # its replies wait for the store: stop reading
-        store = self.server.owner_store
+        store = self.server.owner_store if req.corr else None  # one-way: nobody waits
         batches = 0 if store is None else store.batches
         try:
             broker.handle(conn, req)
@@ -298,10 +298,11 @@ class NativeConnection(asyncio.Protocol):
             log.exception("event=internal_error peer=%s request=%s", self.peer, type(req).__name__)
             self.fail(f"internal error handling {type(req).__name__}: {type(exc).__name__}")
             return
-        if req.corr and store is not None and store.batches != batches:
+        if store is not None and store.batches != batches:
             self.server.due_awaited = True  # its reply waits for that commit: see _commit_due
-        if conn.closed and self.state is not _CLOSED:
-            # Disconnect, or a refused Connect: close once the reply is out.
+        if (conn.closed or type(req) is c.Disconnect) and self.state is not _CLOSED:
+            # Disconnect (answered at once, or once the connection's held sends are taken),
+            # or a refused Connect: close once the reply is out.
             if not req.corr or self._last_reply_corr == req.corr:
                 self.close("disconnected" if type(req) is c.Disconnect else "refused")
             else:
