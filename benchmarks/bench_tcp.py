@@ -24,6 +24,13 @@ each; the server is a separate process on a fresh data directory, fsync "always"
                  measured from each message's scheduled send time, so a stall counts for every
                  message it delays); p50 / p99 / p99.9
   rtt            the floor: an empty TCP echo round trip between two Python processes here
+  durable echo   the floor of "persistent x1": the same echo, but the server process commits
+                 each 300-byte request to SQLite (a row shaped like the store's messages
+                 table, WAL, synchronous=FULL) before it answers: what one synchronous
+                 persistent send costs with this engine and language and no broker at all;
+                 "persistent x1" prints its ratio to it. Also with a bare journal instead of
+                 SQLite (pwrite into a preallocated file + fdatasync): the floor with the
+                 cheapest durable write there is
 
 With --pin the server runs with --cpu-affinity on the last CPU and this process (every
 client) on the first (docs/operations.md "CPU affinity": on a 2-vCPU VM a thread wake-up
@@ -254,34 +261,84 @@ def run_latency(factory: ConnectionFactory, rate: float, seconds: float) -> list
     return latencies
 
 
-def run_rtt(count: int = 5000) -> float:
-    """Microseconds per round trip of a 300-byte TCP echo between two Python processes."""
-    code = (
-        "import socket,sys\n"
-        "l=socket.socket();l.bind(('127.0.0.1',0));l.listen(1)\n"
-        "print(l.getsockname()[1],flush=True)\n"
-        "s,_=l.accept();s.setsockopt(socket.IPPROTO_TCP,socket.TCP_NODELAY,1)\n"
-        "while (d:=s.recv(65536)):s.sendall(d)\n"
-    )
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        port = int(proc.stdout.readline())
-        with socket.create_connection(("127.0.0.1", port)) as s:
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            payload = b"x" * 300
-            start = time.perf_counter()
-            for _ in range(count):
-                s.sendall(payload)
-                got = 0
-                while got < len(payload):
-                    got += len(s.recv(65536))
-            return (time.perf_counter() - start) / count * 1e6
-    finally:
-        proc.kill()
-        proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+# A bare echo server for the floors: it answers each 300-byte request with 8 bytes. With
+# "sqlite" it first commits the request as one row of a table shaped like the store's messages
+# table (WAL, synchronous=FULL: one fsync per commit, as fsync="always"); with "journal" it
+# writes it into a preallocated file and fdatasyncs it (the cheapest durable write there is:
+# no database, no file growth).
+_ECHO_SERVER = """
+import os, socket, sqlite3, sys
+cpu, mode, path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+if cpu >= 0:
+    os.sched_setaffinity(0, {cpu})
+commit = None
+if mode == "journal":
+    size = 64 << 20
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    os.write(fd, bytes(size))
+    os.fsync(fd)
+    offset = [0]
+    def commit(data):
+        os.pwrite(fd, data, offset[0])
+        offset[0] = (offset[0] + 512) % size
+        os.fdatasync(fd)
+elif mode == "sqlite":
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("CREATE TABLE m(dest TEXT, seq INTEGER, priority INTEGER, expiration INTEGER, "
+               "delivery_time INTEGER, group_id TEXT, delivery_count INTEGER, data BLOB, "
+               "PRIMARY KEY(dest, seq))")
+    insert = "INSERT OR REPLACE INTO m VALUES('queue://floor', ?, 4, 0, 0, NULL, 0, ?)"
+    seq = [0]
+    def commit(data):
+        seq[0] += 1
+        db.execute(insert, (seq[0], data))
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
+print(l.getsockname()[1], flush=True)
+s, _ = l.accept(); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+buf, ok = b"", bytes(8)
+while data := s.recv(65536):
+    buf += data
+    while len(buf) >= 300:
+        request, buf = buf[:300], buf[300:]
+        if commit is not None:
+            commit(request)
+        s.sendall(ok)
+"""
+
+
+def run_echo(count: int, durable: str = "", cpu: int = -1) -> float:
+    """Microseconds per round trip between this process and a bare Python server process (on
+    ``cpu``; -1: anywhere): a 300-byte request, an 8-byte answer. ``durable`` ("sqlite" or
+    "journal"): the server makes each request durable first (see _ECHO_SERVER), so this is the
+    floor of a PERSISTENT synchronous send with that engine and this language, without a
+    broker."""
+    with tempfile.TemporaryDirectory(prefix="ternmq-floor-") as tmp:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _ECHO_SERVER, str(cpu), durable, f"{tmp}/floor"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None
+            port = int(proc.stdout.readline())
+            with socket.create_connection(("127.0.0.1", port)) as s:
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                payload = b"x" * 300
+                for i in range(count + count // 10):  # the first tenth warms up
+                    if i == count // 10:
+                        start = time.perf_counter()
+                    s.sendall(payload)
+                    got = 0
+                    while got < 8:
+                        got += len(s.recv(64))
+                return (time.perf_counter() - start) / count * 1e6
+        finally:
+            proc.kill()
+            proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
 
 
 def _percentile(values: list[float], p: float) -> float:
@@ -302,12 +359,24 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = ap.parse_args(argv)
     extra: tuple[str, ...] = ()
+    server_cpu = -1
     if args.pin:
         mine = cpus()
-        extra = ("--cpu-affinity", str(mine[-1]))
+        server_cpu = mine[-1]
+        extra = ("--cpu-affinity", str(server_cpu))
         pin_self(mine[0])
-        print(f"pinned: server on CPU {mine[-1]}, clients on CPU {mine[0]}")
-    print(f"tcp echo round trip (the floor of a synchronous send): {run_rtt():.0f} us")
+        print(f"pinned: server on CPU {server_cpu}, clients on CPU {mine[0]}")
+    print(
+        f"tcp echo round trip (the floor of a synchronous send): "
+        f"{run_echo(5000, '', server_cpu):.0f} us"
+    )
+    floor = statistics.median(1e6 / run_echo(2000, "sqlite", server_cpu) for _ in range(3))
+    journal = statistics.median(1e6 / run_echo(2000, "journal", server_cpu) for _ in range(3))
+    print(
+        f"durable echo (the floor of a persistent synchronous send: a bare Python server that "
+        f"commits each request before it answers, no broker): {floor:,.0f} round trips/s "
+        f"committing to SQLite; {journal:,.0f}/s with a bare fdatasync'd file instead"
+    )
     with server(extra) as url:
         factory = ConnectionFactory(url)
         pipelined = ConnectionFactory(url, block_on_non_persistent_send=False)
@@ -331,9 +400,11 @@ def main(argv: list[str] | None = None) -> None:
             if args.only not in name:
                 continue
             rates = [fn() for _ in range(args.repeat)]
+            median = statistics.median(rates)
+            versus = f"  = {median / floor:.2f} x the durable echo" if "x1" in name else ""
             print(
-                f"{name:30s} median {statistics.median(rates):>8,.0f} msg/s  "
-                f"(min {min(rates):,.0f}, max {max(rates):,.0f}, n={args.repeat})"
+                f"{name:30s} median {median:>8,.0f} msg/s  "
+                f"(min {min(rates):,.0f}, max {max(rates):,.0f}, n={args.repeat}){versus}"
             )
         if args.only not in "latency":
             return
