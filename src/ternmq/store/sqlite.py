@@ -67,6 +67,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from ternmq._sched import defer_wakeups
 from ternmq.errors import JMSException
 from ternmq.protocol.commands import StagedSend
 from ternmq.store._base import (
@@ -473,7 +474,7 @@ class SqliteStore:
 
     def _run(self) -> None:
         if self.batch_scheduling:
-            _defer_wakeups()
+            defer_wakeups()
         while True:
             with self._cond:
                 if not self._queue and not self._closed and not self._checkpoint_due:
@@ -723,19 +724,6 @@ def _small(queue: Iterable[tuple[Sequence[Op], int]]) -> bool:
             if isinstance(op, AddMessage):
                 size += len(op.data)
     return size <= INLINE_BYTES
-
-
-def _defer_wakeups() -> None:
-    """Put the calling thread under ``SCHED_BATCH`` (no wake-up preemption), where the
-    system has it; elsewhere, or if the system refuses, it stays as it is."""
-    setter = getattr(os, "sched_setscheduler", None)
-    policy = getattr(os, "SCHED_BATCH", None)
-    if setter is None or policy is None:
-        return
-    try:
-        setter(0, policy, os.sched_param(0))  # 0: the calling thread
-    except OSError as exc:
-        log.debug("store writer keeps its scheduling policy: %s", exc)
 
 
 @functools.cache

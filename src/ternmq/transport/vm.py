@@ -147,7 +147,12 @@ class EmbeddedBroker:
                 store = self._store
                 if store is None:
                     if self.data_dir is not None:
-                        store = SqliteStore(self.data_dir, self._fsync, self._batch_interval)
+                        store = SqliteStore(
+                            self.data_dir,
+                            self._fsync,
+                            self._batch_interval,
+                            batch_scheduling=True,  # see ternmq._sched
+                        )
                     else:
                         store = self._store = MemoryStore()
                 self.broker = Broker(self.config, store, self.clock, self._users)
@@ -440,7 +445,7 @@ class VmTransport:
         if not corr:
             corr = next(self._corr)
             req = _with_corr(req, corr)
-        pending = PendingReply()
+        pending = PendingReply(defer_wakeup=True)  # resolved by a GIL holder: ternmq._sched
         self._pending[corr] = pending
         if self._closed:
             self._pending.pop(corr, None)
