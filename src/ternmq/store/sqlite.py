@@ -38,8 +38,8 @@ time owns the database. Checkpoints stay on the writer thread.
 A lock file (``LOCK``, ``fcntl.flock``) keeps a second process off the same directory.
 The writer thread exists only while there is work, so an idle broker holds no thread.
 
-With ``batch_scheduling`` (the server sets it) the writer runs under Linux's ``SCHED_BATCH``
-policy: its wake-ups (an fsync done, the GIL free) no longer preempt the thread that runs the
+With ``batch_scheduling`` (the server and the embedded broker set it; ``ternmq._sched``) the
+writer runs under Linux's ``SCHED_BATCH`` policy: its wake-ups (an fsync done, the GIL free) no longer preempt the thread that runs the
 broker. On the default policy each commit cost about eight context switches, the writer
 preempting the event loop only to find the GIL held and sleep again; deferred, it wakes when
 the loop waits or its time slice ends, finds more batches queued, and one fsync serves

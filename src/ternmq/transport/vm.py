@@ -28,6 +28,10 @@ thread, with no writer to wake and no completion to hand back. A one-way request
 acknowledgement) waits for nothing, so its batch goes to the writer thread; so do batches
 that other threads submit meanwhile, in one group commit.
 
+A thread that does block for its reply (its batch waits behind another commit) blocks under
+``SCHED_BATCH`` (``PendingReply(defer_wakeup=True)``, ``ternmq._sched``): the thread that will
+wake it holds the GIL, so it should not preempt it; the store's writer runs so too.
+
 Time-driven work (delivery delay, redelivery delay, the expiry reaper) runs on one timer
 thread that exists only while something is pending, so an idle embedded broker holds no
 thread. With a :class:`~ternmq.broker.clock.FakeClock`, advancing the clock runs that work
