@@ -18,6 +18,7 @@ from typing import Any, cast
 
 import pytest
 
+from conformance._helpers import wait_for
 from ternmq import ConnectionFactory, EmbeddedBroker, Queue, _sched
 from ternmq.transport._pending import PendingReply
 
@@ -28,15 +29,6 @@ WAIT_S = 5.0
 def _policy_of(thread: threading.Thread) -> int:
     assert thread.native_id is not None
     return os.sched_getscheduler(thread.native_id)
-
-
-def _until(check: Callable[[], bool], seconds: float = WAIT_S) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.002)
-    return check()
 
 
 class _Waiter:
@@ -54,26 +46,30 @@ class _Waiter:
         self.thread = threading.Thread(target=run, daemon=True)
         self.thread.start()
 
+    def finished(self, result: object, policy: int) -> None:
+        """Assert that the thread ended, ``block()`` returned ``result`` and the thread ran on
+        ``policy`` afterwards."""
+        self.thread.join(WAIT_S)
+        assert not self.thread.is_alive()
+        assert self.result == result
+        assert self.after == policy
+
 
 def test_a_deferred_wait_blocks_under_sched_batch_and_returns_on_the_default_policy() -> None:
     assert LINUX and _sched.waits_deferred()
     lock = threading.Lock()
     lock.acquire()
     waiter = _Waiter(lambda: _sched.wait_deferred(lock, WAIT_S))
-    assert _until(lambda: _policy_of(waiter.thread) == os.SCHED_BATCH)
+    assert wait_for(lambda: _policy_of(waiter.thread) == os.SCHED_BATCH)
     lock.release()
-    waiter.thread.join(WAIT_S)
-    assert waiter.result is True
-    assert waiter.after == os.SCHED_OTHER
+    waiter.finished(True, os.SCHED_OTHER)
 
 
 def test_a_deferred_wait_that_times_out_also_restores_the_policy() -> None:
     lock = threading.Lock()
     lock.acquire()
     waiter = _Waiter(lambda: _sched.wait_deferred(lock, 0.05))
-    waiter.thread.join(WAIT_S)
-    assert waiter.result is False
-    assert waiter.after == os.SCHED_OTHER
+    waiter.finished(False, os.SCHED_OTHER)
 
 
 def test_a_thread_on_a_policy_of_its_own_keeps_it() -> None:
@@ -88,9 +84,7 @@ def test_a_thread_on_a_policy_of_its_own_keeps_it() -> None:
     waiter = _Waiter(lambda: _sched.wait_deferred(lock, WAIT_S), before=batch)
     time.sleep(0.05)
     lock.release()
-    waiter.thread.join(WAIT_S)
-    assert waiter.result is True
-    assert waiter.after == os.SCHED_BATCH
+    waiter.finished(True, os.SCHED_BATCH)
 
 
 def test_a_system_that_refuses_the_policy_leaves_waits_working_and_stops_asking(
@@ -128,7 +122,7 @@ def test_only_a_pending_reply_made_to_defer_blocks_under_sched_batch() -> None:
     resolves them); a socket transport's do not (measured: 64 tcp producers at half speed)."""
     plain, deferred = PendingReply(), PendingReply(defer_wakeup=True)
     waiters = [_Waiter(functools.partial(p.wait, WAIT_S)) for p in (plain, deferred)]
-    assert _until(lambda: _policy_of(waiters[1].thread) == os.SCHED_BATCH)
+    assert wait_for(lambda: _policy_of(waiters[1].thread) == os.SCHED_BATCH)
     seen = set()
     for _ in range(50):  # the plain one blocks all along, on the default policy
         seen.add(_policy_of(waiters[0].thread))
@@ -138,9 +132,7 @@ def test_only_a_pending_reply_made_to_defer_blocks_under_sched_batch() -> None:
     for p in (plain, deferred):
         p.resolve(None)
     for w in waiters:
-        w.thread.join(WAIT_S)
-        assert w.result is True
-        assert w.after == os.SCHED_OTHER
+        w.finished(True, os.SCHED_OTHER)
 
 
 def test_an_embedded_producer_waiting_for_a_group_commit_waits_under_sched_batch(
@@ -168,13 +160,11 @@ def test_an_embedded_producer_waiting_for_a_group_commit_waits_under_sched_batch
         try:
             with store._db_lock:  # holds the first send's owner commit, as a slow disk would
                 first = _Waiter(lambda: producers[0].send(texts[0]))
-                assert _until(lambda: store._inline_busy)
+                assert wait_for(lambda: store._inline_busy)
                 second = _Waiter(lambda: producers[1].send(texts[1]))
-                assert _until(lambda: _policy_of(second.thread) == os.SCHED_BATCH)
+                assert wait_for(lambda: _policy_of(second.thread) == os.SCHED_BATCH)
             for w in (first, second):
-                w.thread.join(WAIT_S)
-                assert not w.thread.is_alive()
-                assert w.after == os.SCHED_OTHER
+                w.finished(None, os.SCHED_OTHER)
             assert writer_policies and set(writer_policies) == {os.SCHED_BATCH}
         finally:
             for c in conns:

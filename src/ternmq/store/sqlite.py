@@ -39,14 +39,14 @@ A lock file (``LOCK``, ``fcntl.flock``) keeps a second process off the same dire
 The writer thread exists only while there is work, so an idle broker holds no thread.
 
 With ``batch_scheduling`` (the server and the embedded broker set it; ``ternmq._sched``) the
-writer runs under Linux's ``SCHED_BATCH`` policy: its wake-ups (an fsync done, the GIL free) no longer preempt the thread that runs the
-broker. On the default policy each commit cost about eight context switches, the writer
-preempting the event loop only to find the GIL held and sleep again; deferred, it wakes when
-the loop waits or its time slice ends, finds more batches queued, and one fsync serves
-twice as many sends (64 producers over TCP: 8 -> 17 sends per commit, about 0.9 -> 0.25
-context switches and 43 -> 36 us of server CPU per send). An idle loop leaves it the CPU at
-once, so a lone producer waits no longer. It is no lower priority: the same nice value, the
-same share of the CPU.
+writer runs under Linux's ``SCHED_BATCH`` policy: its wake-ups (an fsync done, the GIL free)
+no longer preempt the thread that runs the broker. On the default policy each commit cost
+about eight context switches, the writer preempting the event loop only to find the GIL held
+and sleep again; deferred, it wakes when the loop waits or its time slice ends, finds more
+batches queued, and one fsync serves twice as many sends (64 producers over TCP: 8 -> 17
+sends per commit, about 0.9 -> 0.25 context switches and 43 -> 36 us of server CPU per
+send). An idle loop leaves it the CPU at once, so a lone producer waits no longer. It is no
+lower priority: the same nice value, the same share of the CPU.
 """
 
 from __future__ import annotations
