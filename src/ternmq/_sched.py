@@ -19,10 +19,12 @@ its wake-ups wait. Two uses:
 - :func:`defer_wakeups`: a thread of ternmq's own that only ever wakes to do work for the
   broker (the store writer) stays under ``SCHED_BATCH``.
 - :func:`wait_deferred`: a thread of the application is put under ``SCHED_BATCH`` only while
-  it blocks inside ternmq for a reply (``PendingReply.wait``), and goes back to its own policy
-  before it runs another line of the application. Only a thread on the default policy
-  (``SCHED_OTHER``) is touched; one the application gave another policy is left alone. Two
-  system calls per blocking wait, about 3 us.
+  it blocks inside ternmq for an embedded broker's reply (``PendingReply(defer_wakeup=True)``,
+  made by the vm transport), and goes back to its own policy before it runs another line of
+  the application. Only a thread on the default policy (``SCHED_OTHER``) is touched; one the
+  application gave another policy is left alone. Two system calls per blocking wait, about
+  3 us. Not over tcp: there the woken thread competes with the server *process* for the CPU,
+  and deferred waits halved 64 producers (docs/architecture.md "Deferred wake-ups").
 
 Elsewhere than Linux, or where the system refuses (a seccomp profile, say), nothing changes.
 ``TERNMQ_SCHED_BATCH=0`` in the environment turns :func:`wait_deferred` off for the process.
