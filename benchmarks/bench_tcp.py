@@ -326,13 +326,17 @@ def run_echo(count: int, durable: str = "", cpu: int = -1) -> float:
             with socket.create_connection(("127.0.0.1", port)) as s:
                 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 payload = b"x" * 300
-                for i in range(count + count // 10):  # the first tenth warms up
-                    if i == count // 10:
-                        start = time.perf_counter()
-                    s.sendall(payload)
-                    got = 0
-                    while got < 8:
-                        got += len(s.recv(64))
+
+                def round_trips(n: int) -> None:
+                    for _ in range(n):
+                        s.sendall(payload)
+                        got = 0
+                        while got < 8:
+                            got += len(s.recv(64))
+
+                round_trips(count // 10)  # warm-up
+                start = time.perf_counter()
+                round_trips(count)
                 return (time.perf_counter() - start) / count * 1e6
         finally:
             proc.kill()

@@ -410,14 +410,13 @@ class SqliteStore:
                 raise JMSException("the store is closed")
             self._queue.append((ops, token))
             self.batches += 1
-            if self._inline_busy:
-                pass  # an owner commit runs: it hands what queued meanwhile to the writer
-            elif self._due_hook is not None and (self._writer is None or self._waiting):
-                if not self._due:  # the writer is idle: the owner decides in commit_due
+            # While an owner commit runs, batches only queue: it hands them to the writer.
+            if not self._inline_busy:
+                if self._due_hook is None or not (self._writer is None or self._waiting):
+                    self._wake_writer()
+                elif not self._due:  # the writer is idle: the owner decides in commit_due
                     self._due = True
                     hook = self._due_hook
-            else:
-                self._wake_writer()
         if hook is not None:
             hook()
 

@@ -54,10 +54,10 @@ from ternmq.broker.engine import Broker, BrokerConnection
 from ternmq.errors import JMSException
 from ternmq.protocol import commands as c
 from ternmq.store import MemoryStore, Store
+from ternmq.transport._pending import PendingReply, await_reply, fail_all
 
 if TYPE_CHECKING:
     from ternmq.store.sqlite import SqliteStore
-from ternmq.transport._pending import PendingReply, await_reply, fail_all
 
 __all__ = ["EmbeddedBroker", "VmTransport", "get_embedded"]
 
