@@ -294,6 +294,16 @@ class Store(Protocol):
         """Finish queued batches and release the store's resources."""
         ...
 
+    def set_owner_commits(self, due: Callable[[], None] | None) -> bool:
+        """Offer to let the broker's owner write small batches on its own thread (owner
+        commits, ``store/sqlite.py``). Returns False if this store has no such capability;
+        then ``due`` is never called and :meth:`commit_due` does nothing."""
+        ...
+
+    def commit_due(self, here: bool = True) -> None:
+        """Write what :meth:`set_owner_commits`'s ``due()`` announced (see there)."""
+        ...
+
 
 class MemoryStore:
     """A store that lives in this process's memory: durable for the life of the process.
@@ -389,6 +399,13 @@ class MemoryStore:
             sinks=dict(self._sinks),
             duplicate_ids={dest: list(ids.items()) for dest, ids in self._dup_ids.items() if ids},
         )
+
+    def set_owner_commits(self, due: Callable[[], None] | None) -> bool:
+        """A memory store writes synchronously: it has no owner commits (returns False)."""
+        return False
+
+    def commit_due(self, here: bool = True) -> None:
+        """Nothing is ever queued here: there is nothing to write."""
 
     def close(self) -> None:
         """Nothing to release."""

@@ -420,14 +420,16 @@ class SqliteStore:
         if hook is not None:
             hook()
 
-    def set_owner_commits(self, due: Callable[[], None] | None) -> None:
+    def set_owner_commits(self, due: Callable[[], None] | None) -> bool:
         """Let the thread that submits batches write small ones itself while the writer is
         idle (see the module doc). ``due()`` is called, on the submitting thread, when a batch
         is queued for an idle writer, once until :meth:`commit_due` runs; the owner must then
         call ``commit_due()`` soon, on a thread that may block for one commit. ``None``
-        turns it off: every batch goes to the writer thread again."""
+        turns it off: every batch goes to the writer thread again. Returns True (this store
+        has owner commits)."""
         with self._lock:
             self._due_hook = due
+        return True
 
     def commit_due(self, here: bool = True) -> None:
         """Write the queued batches on this thread if the writer is idle and they are small
