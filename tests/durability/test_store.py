@@ -621,12 +621,12 @@ def test_owner_commits_write_small_batches_on_the_calling_thread(tmp_path: pathl
             s.submit([add("queue://Q", i)], i)
             s.submit([add("queue://Q", i + 100)], i + 100)  # joins the same commit
             assert owner.due == i  # once per commit_due, not once per batch
-            assert s._writer is None
+            assert s._writer._thread is None
             s.commit_due()
             assert owner.done.wait_for(2 * i)[-2:] == [(i, None), (i + 100, None)]
         assert owner.threads == [threading.get_ident()] * 3
         assert s.inline_commits == s.commits == 3
-        assert s._writer is None
+        assert s._writer._thread is None
     finally:
         s.close()
     got = _reopen(tmp_path / "data").messages["queue://Q"]
@@ -663,7 +663,7 @@ def test_batches_submitted_during_an_owner_commit_go_to_the_writer_together(
     try:
         owner = OwnerHook(s)
         inside, release = threading.Event(), threading.Event()
-        apply = s._apply
+        apply = s.apply
 
         def slow_apply(batches: list[Sequence[Op]]) -> None:
             if threading.current_thread() is threading.main_thread():
@@ -677,7 +677,7 @@ def test_batches_submitted_during_an_owner_commit_go_to_the_writer_together(
                 s.submit([add("queue://Q", i)], i)
             release.set()
 
-        s._apply = slow_apply  # type: ignore[method-assign]
+        s.apply = slow_apply  # type: ignore[method-assign]
         s.submit([add("queue://Q", 1)], 1)
         other = threading.Thread(target=submit_during)
         other.start()
@@ -704,7 +704,7 @@ def test_close_during_an_owner_commit_writes_the_rest_and_starts_no_writer(
     s = SqliteStore(tmp_path / "data")
     owner = OwnerHook(s)
     inside, release = threading.Event(), threading.Event()
-    apply = s._apply
+    apply = s.apply
 
     def slow_apply(batches: list[Sequence[Op]]) -> None:
         if threading.current_thread().name == "owner":
@@ -713,14 +713,14 @@ def test_close_during_an_owner_commit_writes_the_rest_and_starts_no_writer(
         apply(batches)
 
     started: list[str] = []
-    run = s._run
+    run = s._writer._run
 
     def recording_run() -> None:
         started.append(threading.current_thread().name)
         run()
 
-    s._apply = slow_apply  # type: ignore[method-assign]
-    s._run = recording_run  # type: ignore[method-assign]
+    s.apply = slow_apply  # type: ignore[method-assign]
+    s._writer._run = recording_run  # type: ignore[method-assign]
     s.submit([add("queue://Q", 1)], 1)
     committer = threading.Thread(target=s.commit_due, name="owner")
     committer.start()
@@ -729,7 +729,7 @@ def test_close_during_an_owner_commit_writes_the_rest_and_starts_no_writer(
     closer = threading.Thread(target=s.close)
     closer.start()
     deadline = time.monotonic() + WAIT
-    while not s._closed and time.monotonic() < deadline:
+    while not s._writer._closed and time.monotonic() < deadline:
         time.sleep(0.001)
     release.set()
     committer.join(WAIT)
@@ -767,13 +767,13 @@ def test_an_owner_commit_leaves_the_checkpoint_to_the_writer(
     data_dir = tmp_path / "data"
     s = SqliteStore(data_dir)
     checkpoints: list[int] = []
-    checkpoint = s._checkpoint
+    checkpoint = s.checkpoint
 
     def recording() -> None:
         checkpoints.append(threading.get_ident())
         checkpoint()
 
-    s._checkpoint = recording  # type: ignore[method-assign]
+    s.checkpoint = recording  # type: ignore[method-assign]
     try:
         owner = OwnerHook(s)
         s.submit([add("queue://Q", 1, b"x" * 50_000)], 1)

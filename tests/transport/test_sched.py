@@ -149,7 +149,7 @@ def test_an_embedded_producer_waiting_for_a_group_commit_waits_under_sched_batch
         producers = [s.create_producer(Queue("q")) for s in sessions]
         texts = [s.create_text_message(t) for s, t in zip(sessions, "ab", strict=True)]
         writer_policies: list[int] = []
-        original = store._completion
+        original = store._writer._completion
 
         def completion(tokens: list[int], error: BaseException | None) -> None:
             if threading.current_thread().name == "ternmq-store-writer":
@@ -160,7 +160,7 @@ def test_an_embedded_producer_waiting_for_a_group_commit_waits_under_sched_batch
         try:
             with store._db_lock:  # holds the first send's owner commit, as a slow disk would
                 first = _Waiter(lambda: producers[0].send(texts[0]))
-                assert wait_for(lambda: store._inline_busy)
+                assert wait_for(lambda: store._writer._inline_busy)
                 second = _Waiter(lambda: producers[1].send(texts[1]))
                 assert wait_for(lambda: _policy_of(second.thread) == os.SCHED_BATCH)
             for w in (first, second):

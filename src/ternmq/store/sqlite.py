@@ -2,6 +2,13 @@
 
 Theory of operation
 -------------------
+What lives where: this module is SQLite's part, the schema, the SQL of one transaction
+(:meth:`SqliteStore.apply`), the checkpoints, recovery (:meth:`SqliteStore.load`) and the
+``LOCK`` file. The queue of submitted batches, the writer thread, group commit, owner commits
+and completion reporting are the store-independent ``GroupCommitWriter`` of
+``store/_writer.py``; ``SqliteStore`` is its ``Backend`` and hands ``submit``,
+``set_completion``, ``set_owner_commits``, ``commit_due`` and ``close`` to it.
+
 The broker hands batches of operations to :meth:`SqliteStore.submit` and goes on; the
 writer thread takes *every* batch queued at that moment and applies them in one SQLite
 transaction, so one commit (one fsync of the write-ahead log with ``fsync="always"``) makes
@@ -32,8 +39,8 @@ queue holds at most ``INLINE_OPS`` operations and ``INLINE_BYTES`` of messages, 
 writes them, one commit, and reports them itself; batches submitted meanwhile only queue and
 go to the writer afterwards, in one group commit; anything larger, or queued while the
 writer works, stays the writer's, so under load the broker keeps working while the disk
-does. Every write runs under one lock (``_db_lock``), in submission order: one thread at a
-time owns the database. Checkpoints stay on the writer thread.
+does. Every write runs under one lock (``_db_lock``, the writer's ``lock``), in submission
+order: one thread at a time owns the database. Checkpoints stay on the writer thread.
 
 A lock file (``LOCK``, ``fcntl.flock``) keeps a second process off the same directory.
 The writer thread exists only while there is work, so an idle broker holds no thread.
@@ -61,13 +68,11 @@ import pathlib
 import sqlite3
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 import msgspec
 
-from ternmq._sched import defer_wakeups
 from ternmq.errors import JMSException
 from ternmq.protocol.commands import StagedSend
 from ternmq.store._base import (
@@ -89,6 +94,7 @@ from ternmq.store._base import (
     StoredMessage,
     staged_records,
 )
+from ternmq.store._writer import GroupCommitWriter
 
 __all__ = ["SqliteStore"]
 
@@ -163,7 +169,6 @@ CREATE TABLE IF NOT EXISTS duplicate_ids(
 """
 
 Fsync = Literal["always", "batch"]
-IDLE_EXIT_SECONDS = 2.0
 # The writer copies the write-ahead log into the database (a checkpoint) itself once about
 # this many bytes were logged, *after* reporting the completions of the batch that logged
 # them, so that no reply waits for it (SQLite's automatic checkpoint runs inside the commit).
@@ -199,6 +204,8 @@ class SqliteStore:
     """
 
     synchronous = False
+    # What a failed transaction raises (Backend.write_errors): reported to its batches.
+    write_errors: tuple[type[BaseException], ...] = (sqlite3.Error, OSError)
 
     def __init__(
         self,
@@ -272,25 +279,17 @@ class SqliteStore:
                     f"cannot open the store in {self.path}: {exc}", linked_exception=exc
                 ) from exc
             raise
-        self._queue: deque[tuple[Sequence[Op], int]] = deque()
-        # Guards the queue only. ``submit`` takes the plain lock (a C call, where the
-        # Condition's ``with`` and ``notify`` are Python frames) and notifies only when the
-        # writer waits: one send per message comes through here, most while it writes.
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
-        self._waiting = False  # the writer waits on _cond (set and read under _lock)
-        self._checkpoint_due = False  # an owner commit left the writer a checkpoint to do
-        self._due_hook: Callable[[], None] | None = None  # see set_owner_commits
-        self._due = False  # the hook was called and commit_due has not run since
-        self._inline_busy = False  # commit_due is writing on its caller's thread
-        self.inline_commits = 0  # commits made by commit_due on the submitting thread
-        self._db_lock = threading.Lock()  # guards the connection (writer thread, reads)
-        self._writer: threading.Thread | None = None
-        self._closed = False
-        self._completion: Completion | None = None
         self._last_sync = time.monotonic()
         self.commits = 0  # transactions written (one fsync each with fsync="always")
-        self.batches = 0  # batches received
+        # The queue, the writer thread, owner commits and completions (store/_writer.py);
+        # its lock guards the connection (the writer thread, owner commits, write()).
+        self._writer = GroupCommitWriter(
+            self,
+            inline_ops=INLINE_OPS,
+            inline_bytes=INLINE_BYTES,
+            batch_scheduling=batch_scheduling,
+        )
+        self._db_lock = self._writer.lock
 
     def _upgrade(self) -> None:
         """Bring an older schema to this one, in one transaction."""
@@ -383,11 +382,21 @@ class SqliteStore:
             ).fetchone()
         return None if row is None else bytes(row[0])
 
-    # ---- writing -------------------------------------------------------------------------
+    # ---- writing: the Store interface, through the group-commit writer --------------------
+    @property
+    def batches(self) -> int:
+        """Batches received by :meth:`submit`."""
+        return self._writer.batches
+
+    @property
+    def inline_commits(self) -> int:
+        """Commits made by :meth:`commit_due` on the submitting thread (owner commits)."""
+        return self._writer.inline_commits
+
     def set_completion(self, callback: Completion) -> None:
         """Where finished batches are reported, one call per group commit (called on the
-        writer thread)."""
-        self._completion = callback
+        writer thread, or on the owner's for an owner commit)."""
+        self._writer.set_completion(callback)
 
     def write(self, ops: Sequence[Op]) -> None:
         """Apply one batch now, on the calling thread (recovery and tests).
@@ -396,7 +405,7 @@ class SqliteStore:
             sqlite3.Error: the database could not be written.
         """
         with self._db_lock:
-            self._apply([ops])
+            self.apply([ops])
 
     def submit(self, ops: Sequence[Op], token: int) -> None:
         """Queue a batch for the writer thread; ``token`` comes back in the completion.
@@ -404,120 +413,67 @@ class SqliteStore:
         Raises:
             JMSException: the store is closed.
         """
-        hook = None
-        with self._lock:
-            if self._closed:
-                raise JMSException("the store is closed")
-            self._queue.append((ops, token))
-            self.batches += 1
-            # While an owner commit runs, batches only queue: it hands them to the writer.
-            if not self._inline_busy:
-                if self._due_hook is None or not (self._writer is None or self._waiting):
-                    self._wake_writer()
-                elif not self._due:  # the writer is idle: the owner decides in commit_due
-                    self._due = True
-                    hook = self._due_hook
-        if hook is not None:
-            hook()
+        self._writer.submit(ops, token)
 
     def set_owner_commits(self, due: Callable[[], None] | None) -> bool:
         """Let the thread that submits batches write small ones itself while the writer is
-        idle (see the module doc). ``due()`` is called, on the submitting thread, when a batch
-        is queued for an idle writer, once until :meth:`commit_due` runs; the owner must then
-        call ``commit_due()`` soon, on a thread that may block for one commit. ``None``
-        turns it off: every batch goes to the writer thread again. Returns True (this store
-        has owner commits)."""
-        with self._lock:
-            self._due_hook = due
-        return True
+        idle (see the module doc and ``GroupCommitWriter.set_owner_commits``): ``due()`` is
+        called on the submitting thread when a batch waits for an idle writer, once until
+        :meth:`commit_due` runs. ``None`` turns it off. Returns True (this store has owner
+        commits)."""
+        return self._writer.set_owner_commits(due)
 
     def commit_due(self, here: bool = True) -> None:
         """Write the queued batches on this thread if the writer is idle and they are small
         (``INLINE_OPS``, ``INLINE_BYTES``), reporting them to the completion callback from
-        here; larger ones are handed to the writer, and a working writer takes them anyway.
-        ``here=False`` hands them to the writer in any case (a caller that would otherwise
-        wait for a commit nobody asked it to wait for).
+        here; larger ones, or all of them with ``here=False``, are handed to the writer
+        (``GroupCommitWriter.commit_due``). A failed write is reported to the completion,
+        not raised."""
+        self._writer.commit_due(here)
+
+    def close(self) -> None:
+        """Write what is queued, stop the writer, close the database, release the lock.
+        A second call does nothing.
+
+        Raises:
+            sqlite3.Error: the queued batches could not be written.
         """
-        with self._lock:
-            self._due = False
-            if self._closed or not self._queue or self._inline_busy:
-                return  # close() writes what is queued; a running owner commit hands it on
-            if self._writer is not None and not self._waiting:
-                return  # the writer works: it takes the queue next
-            if not here or not _small(self._queue):
-                self._wake_writer()
-                return
-            items = list(self._queue)
-            self._queue.clear()
-            self._inline_busy = True  # submits meanwhile only queue: no second writer
-        try:
-            self.inline_commits += 1
-            self._commit(items)
-        finally:
-            with self._lock:
-                self._inline_busy = False
-                if not self._closed:  # else close() writes what queued meanwhile
-                    if self._logged >= CHECKPOINT_BYTES:
-                        self._checkpoint_due = True  # the writer's job: no reply waits for it
-                    if self._queue or self._checkpoint_due:
-                        self._wake_writer()
+        if self._writer.close():
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                os.close(self._lock_fd)
 
-    def _wake_writer(self) -> None:
-        """Start the writer or wake it if it waits. Caller holds ``_lock``."""
-        if self._writer is None:
-            self._writer = threading.Thread(
-                target=self._run, name="ternmq-store-writer", daemon=True
-            )
-            self._writer.start()
-        elif self._waiting:
-            self._waiting = False  # one notify wakes it; later batches join its commit
-            self._cond.notify()
+    # ---- the group-commit writer's backend (store/_writer.py: Backend) --------------------
+    def checkpoint_due(self) -> bool:
+        """Whether about ``CHECKPOINT_BYTES`` were logged since the last checkpoint."""
+        return self._logged >= CHECKPOINT_BYTES
 
-    def _run(self) -> None:
-        if self.batch_scheduling:
-            defer_wakeups()
-        while True:
-            with self._cond:
-                if not self._queue and not self._closed and not self._checkpoint_due:
-                    self._waiting = True
-                    self._cond.wait(IDLE_EXIT_SECONDS)
-                    self._waiting = False
-                if not self._queue and not self._checkpoint_due:
-                    self._writer = None
-                    return
-                self._checkpoint_due = False
-                items = list(self._queue)  # everything queued meanwhile: one group commit
-                self._queue.clear()
-            if items:
-                self._commit(items)
-            if self._logged >= CHECKPOINT_BYTES:
-                with self._db_lock:
-                    self._checkpoint()
-
-    def _commit(self, items: list[tuple[Sequence[Op], int]]) -> None:
-        """Write the queued ``items`` in one transaction (the group commit), then report their
-        tokens, in order, with the error if the write failed."""
-        error: BaseException | None = None
-        with self._db_lock:
-            try:
-                self._apply([ops for ops, _ in items])
-            except (sqlite3.Error, OSError) as exc:
-                log.error("store write failed: %s", exc)
-                error = exc
-        callback = self._completion
-        if callback is not None:
-            callback([token for _, token in items], error)
-
-    def _checkpoint(self) -> None:
-        """Copy the log into the database as far as readers allow. Caller holds ``_db_lock``."""
+    def checkpoint(self) -> None:
+        """Copy the log into the database as far as readers allow. Caller holds ``_db_lock``
+        (the writer thread, after reporting completions). A failure is logged: the log
+        stays, and SQLite's own checkpoint still bounds it."""
         self._logged = 0
         try:
             self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        except sqlite3.Error as exc:  # the log stays; SQLite's own checkpoint still bounds it
+        except sqlite3.Error as exc:
             log.warning("store checkpoint failed: %s", exc)
 
-    def _apply(self, batches: list[Sequence[Op]]) -> None:
-        """One transaction for all ``batches`` (the group commit). Caller holds ``_db_lock``."""
+    def release(self) -> None:
+        """Sync the log (``fsync="batch"``) and close both connections. Caller holds
+        ``_db_lock``; the writer calls it last, from :meth:`close`."""
+        if self.fsync == "batch":
+            self._sync_log()
+        self._db.close()
+        with self._read_lock:
+            self._reader.close()
+
+    def apply(self, batches: list[Sequence[Op]]) -> None:
+        """One transaction for all ``batches`` (the group commit). Caller holds ``_db_lock``
+        (the writer, an owner commit, or :meth:`write`).
+
+        Raises:
+            sqlite3.Error, OSError: the transaction failed; nothing of it was written.
+        """
         # Keyed by destination, then sequence number: no tuple per message (a large commit
         # would otherwise leave a hundred thousand objects to the garbage collector).
         adds: dict[str, dict[int, AddMessage]] = {}
@@ -683,48 +639,6 @@ class SqliteStore:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-
-    def close(self) -> None:
-        """Write what is queued, stop the writer, close the database, release the lock."""
-        with self._cond:
-            if self._closed:
-                return
-            self._closed = True
-            writer = self._writer
-            self._cond.notify_all()
-        if writer is not None:
-            writer.join(60)
-        with self._cond:
-            items = list(self._queue)  # the writer had gone idle: finish here
-            self._queue.clear()
-        with self._db_lock:
-            if items:
-                self._apply([ops for ops, _ in items])
-            if self.fsync == "batch":
-                self._sync_log()
-            self._db.close()
-            with self._read_lock:
-                self._reader.close()
-        callback = self._completion
-        if callback is not None and items:
-            callback([token for _, token in items], None)
-        with contextlib.suppress(OSError):
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            os.close(self._lock_fd)
-
-
-def _small(queue: Iterable[tuple[Sequence[Op], int]]) -> bool:
-    """Whether the queued batches are small enough for an owner commit (INLINE_OPS and
-    INLINE_BYTES)."""
-    ops = size = 0
-    for batch, _ in queue:
-        ops += len(batch)
-        if ops > INLINE_OPS:
-            return False
-        for op in batch:
-            if isinstance(op, AddMessage):
-                size += len(op.data)
-    return size <= INLINE_BYTES
 
 
 @functools.cache
