@@ -1,5 +1,13 @@
 """Durable state of a broker: the store interface, its implementations, and
-:func:`open_store`, the one place a broker's store is built."""
+:func:`open_store`, the one place a broker's store is built.
+
+What lives where: ``_base.py`` the interface (``Store``, the operation values, what
+``load`` returns) and ``MemoryStore``; ``_writer.py`` group commit, the writer thread and
+owner commits for any transactional store (``GroupCommitWriter`` and the ``Backend``
+protocol a store implements to use it); ``sqlite.py`` the embedded SQLite store, the first
+such backend. A new kind of store implements ``Store`` (and ``Backend`` if it commits
+transactions) and gets a scheme in :func:`open_store`.
+"""
 
 from __future__ import annotations
 

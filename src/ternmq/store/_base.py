@@ -7,8 +7,9 @@ operation value (a frozen msgspec Struct that the garbage collector does not tra
 broker makes one or more per message, so they must be cheap to make and to keep). The
 operations of one broker request (a send, an ack, a commit) form one *batch*, written
 atomically by :meth:`Store.write` before the request's reply leaves the broker; a durable
-store may join concurrent batches into one transaction and one fsync (group commit). On
-start, :meth:`Store.load` returns what survived, in order.
+store may join concurrent batches into one transaction and one fsync (group commit: the
+store-independent ``GroupCommitWriter`` of ``store/_writer.py``, which a transactional store
+plugs into as its ``Backend``). On start, :meth:`Store.load` returns what survived, in order.
 
 Only state that must survive is written: PERSISTENT messages on queues and durable
 subscriptions, durable subscription definitions, delivery counts, the sequence numbers each
@@ -296,7 +297,7 @@ class Store(Protocol):
 
     def set_owner_commits(self, due: Callable[[], None] | None) -> bool:
         """Offer to let the broker's owner write small batches on its own thread (owner
-        commits, ``store/sqlite.py``). Returns False if this store has no such capability;
+        commits, ``store/_writer.py``). Returns False if this store has no such capability;
         then ``due`` is never called and :meth:`commit_due` does nothing."""
         ...
 
