@@ -38,7 +38,7 @@ def test_a_directory_opens_the_sqlite_store_there(tmp_path: pathlib.Path, kind: 
         assert isinstance(store, SqliteStore)
         assert store.path == data_dir
         assert (store.fsync, store.batch_interval) == ("batch", 0.5)
-        assert store._writer.batch_scheduling is False
+        assert store.batch_scheduling is False
         assert not store.synchronous
     finally:
         store.close()
@@ -52,7 +52,7 @@ def test_the_sqlite_prefix_names_the_same_store(tmp_path: pathlib.Path) -> None:
     try:
         assert isinstance(first, SqliteStore)
         assert first.path == data_dir
-        assert first._writer.batch_scheduling is True  # the default of open_store
+        assert first.batch_scheduling is True  # the default of open_store
         first.write([AddMessage("queue://Q", 1, b"kept", 4, 0, 0)])
     finally:
         first.close()

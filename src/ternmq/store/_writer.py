@@ -29,12 +29,8 @@ writes (``Store.write``) take the same lock. The writer thread exists only while
 work (it exits after ``IDLE_EXIT_SECONDS`` without any), so an idle broker holds no thread;
 with ``batch_scheduling`` it runs under Linux's ``SCHED_BATCH`` (``ternmq._sched``).
 
-Adding a store: implement :class:`Backend` (the SQL of one transaction, the checkpoint, the
-release, and the exception types that mean "this write failed"), build a
-``GroupCommitWriter(self, ...)`` at the end of the store's constructor, and let the store's
-``submit``, ``set_completion``, ``set_owner_commits``, ``commit_due`` and ``close`` call the
-writer's (``store/sqlite.py`` is the example). The queue, the thread, the owner-commit
-protocol and completion reporting then come from here.
+Adding a store: see :class:`Backend` (what to implement, what the writer gives);
+``store/sqlite.py`` is the example.
 """
 
 from __future__ import annotations
@@ -59,6 +55,26 @@ IDLE_EXIT_SECONDS = 2.0
 
 class Backend(Protocol):
     """What a transactional store gives its :class:`GroupCommitWriter`.
+
+    To add a store that commits transactions (say PostgreSQL):
+
+    1. Implement these four members: :meth:`apply` turns a list of batches of operations
+       (``store/_base.py``) into the statements of *one* transaction and commits it;
+       :attr:`write_errors` names what a failed commit raises; :meth:`checkpoint_due` and
+       :meth:`checkpoint` are housekeeping after commits (return False if there is none);
+       :meth:`release` flushes and closes the connections.
+    2. Implement the reading half of ``Store`` yourself: ``load``, ``read_message``, and
+       ``write`` (one batch now: ``with writer.lock: self.apply([ops])``);
+       ``synchronous = False``.
+    3. At the end of the constructor make ``GroupCommitWriter(self, inline_ops=...,
+       inline_bytes=...)`` and let ``submit``, ``set_completion``, ``set_owner_commits``,
+       ``commit_due`` and ``close`` call the writer's; give the store a scheme in
+       ``open_store``.
+
+    What the writer gives: the queue; the writer thread (started on demand, gone when idle);
+    group commit of every batch queued during a commit; completion reporting in submission
+    order, one callback per commit, the error to every batch of a failed one; owner commits
+    of small batches on the broker's thread; checkpoints after completions; ``close()``.
 
     The writer calls these on its own thread, or on the owner's thread for an owner commit,
     always holding :attr:`GroupCommitWriter.lock` (except :meth:`checkpoint_due`, which only

@@ -436,7 +436,7 @@ class SqliteStore:
         A second call does nothing.
 
         Raises:
-            sqlite3.Error: the queued batches could not be written.
+            sqlite3.Error, OSError: the queued batches could not be written.
         """
         if self._writer.close():
             with contextlib.suppress(OSError):
