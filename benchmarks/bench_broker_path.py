@@ -9,7 +9,7 @@ repeat to within a few percent:
                 store batch handed to a fake asynchronous store, its group commit reported
                 (``--group`` sends per report) and the reply resolved: the broker lock,
                 ``Broker.handle``, ``_flush``, the completion and the reply hand-off
-  store _apply  ``SqliteStore._apply`` of ``--group`` one-message batches in one transaction,
+  store _apply  ``SqliteStore.apply`` of ``--group`` one-message batches in one transaction,
                 ``fsync="batch"`` with a long interval (SQLite's work and the writer's
                 Python, without the fsync)
 
@@ -130,7 +130,7 @@ def store_apply(count: int, group: int, parent: str) -> Callable[[], float]:
                 seq[0] += 1
                 batches.append([AddMessage("queue://bench", seq[0], BODY, 4, 0, 0)])
             with store._db_lock:
-                store._apply(batches)
+                store.apply(batches)
         return (time.perf_counter() - start) / (commits * group) * 1e6
 
     run.close = store.close  # type: ignore[attr-defined]
