@@ -179,3 +179,17 @@ def test_harness_settings_reach_the_broker() -> None:
     assert [d.name for d in reply.destinations] == ["queue://declared"]
     with pytest.raises(TypeError):
         EngineHarness(no_such_setting=1)
+
+
+def test_the_module_doc_example_runs() -> None:
+    """The harness example of ``ternmq.testing``'s documentation runs as it stands."""
+    import textwrap
+
+    import ternmq.testing
+
+    doc = ternmq.testing.__doc__
+    assert doc is not None
+    example = doc.split("::")[2].split("The commands are")[0]
+    namespace: dict[str, object] = {}
+    exec(compile(textwrap.dedent(example), "ternmq.testing", "exec"), namespace)
+    assert isinstance(namespace["deliver"], c.Deliver)
