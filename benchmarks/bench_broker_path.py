@@ -75,6 +75,12 @@ class GroupStore:
     def close(self) -> None:
         self.report()
 
+    def set_owner_commits(self, due: Callable[[], None] | None) -> bool:
+        return False  # no owner commits: every batch waits for report()
+
+    def commit_due(self, here: bool = True) -> None:
+        """Nothing is ever announced (no owner commits)."""
+
 
 def engine_path(count: int, group: int) -> Callable[[], float]:
     """A broker on a :class:`GroupStore`, ``CONNECTIONS`` connections with one session each;

@@ -6,6 +6,7 @@ The public names of ``API.md`` are importable from here; everything else is inte
 from __future__ import annotations
 
 from ternmq._version import __version__
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import (
     CompletionListener,
     Connection,
@@ -63,7 +64,6 @@ from ternmq.message import (
     StreamMessage,
     TextMessage,
 )
-from ternmq.transport.vm import EmbeddedBroker
 
 __all__ = [
     "__version__",

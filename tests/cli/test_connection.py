@@ -86,7 +86,7 @@ def test_default_url_is_tcp(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_vm_url_starts_an_embedded_broker(capsys: pytest.CaptureFixture[str]) -> None:
-    from ternmq.transport.vm import get_embedded
+    from ternmq.broker.embedded import get_embedded
 
     try:
         r = run(capsys, "vm://cli-autostart", "send", "queue://q", "--text", "kept")

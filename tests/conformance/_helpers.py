@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import Connection, ConnectionFactory, MessageConsumer, Session
 from ternmq.client._admin import stat
 from ternmq.destination import Queue, Topic
@@ -31,7 +32,6 @@ from ternmq.errors import JMSException, JMSRuntimeException
 from ternmq.message import DeliveryMode, Message, TextMessage
 from ternmq.protocol.commands import DestinationStat, SubscriptionStat
 from ternmq.store import Store
-from ternmq.transport.vm import EmbeddedBroker
 
 # destinations several files use by these names
 Q = Queue("Q")

@@ -1,7 +1,7 @@
 """The ``tcp`` and ``tls`` transports of the conformance suite: a ``ternmq serve`` process per
 broker.
 
-:class:`ServerBroker` stands in for :class:`~ternmq.transport.vm.EmbeddedBroker` when a test
+:class:`ServerBroker` stands in for :class:`~ternmq.broker.embedded.EmbeddedBroker` when a test
 runs over the network. It is one real server process, started as the operator starts it::
 
     ternmq serve --port 0 --data-dir DIR --config DIR/server.toml

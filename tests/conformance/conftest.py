@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 
-from ternmq.broker.clock import FakeClock
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import Connection, ConnectionFactory
 from ternmq.store import MemoryStore
-from ternmq.transport.vm import EmbeddedBroker
+from ternmq.testing import FakeClock
 
 from ._helpers import Connect, CrashBroker
 from ._tcp import ServerBroker, ServerPool, ThreadServerBroker

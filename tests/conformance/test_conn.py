@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import ternmq
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import Connection, ConnectionFactory, Session
 from ternmq.destination import Queue, Topic
 from ternmq.errors import (
@@ -29,7 +30,6 @@ from ternmq.errors import (
     ResourceAllocationException,
 )
 from ternmq.message import Message
-from ternmq.transport.vm import EmbeddedBroker
 
 from ._helpers import (
     Q,

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import Connection, ConnectionFactory, MessageConsumer, Session
 from ternmq.destination import Queue, Topic
 from ternmq.errors import (
@@ -24,7 +25,6 @@ from ternmq.errors import (
     JMSRuntimeException,
 )
 from ternmq.message import Message
-from ternmq.transport.vm import EmbeddedBroker
 
 from ._helpers import Q, R, Worker, browse_via, marks, send_via, text, wait_for
 

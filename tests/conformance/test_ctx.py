@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from ternmq.broker.clock import FakeClock
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import ConnectionFactory, QueueBrowser, Session
 from ternmq.client.context import JMSConsumer, JMSContext, JMSProducer
 from ternmq.destination import Queue, TemporaryQueue, TemporaryTopic, Topic
@@ -42,7 +42,7 @@ from ternmq.message import (
     StreamMessage,
     TextMessage,
 )
-from ternmq.transport.vm import EmbeddedBroker
+from ternmq.testing import FakeClock
 
 from ._helpers import delivery_count
 

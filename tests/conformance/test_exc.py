@@ -20,6 +20,7 @@ import pytest
 
 import ternmq
 from ternmq import errors
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import Connection, ConnectionFactory, Session
 from ternmq.destination import Queue, Topic
 from ternmq.errors import (
@@ -42,7 +43,6 @@ from ternmq.errors import (
 )
 from ternmq.message import BytesMessage, Message, StreamMessage, TextMessage
 from ternmq.store import MemoryStore, Op
-from ternmq.transport.vm import EmbeddedBroker
 
 from ._helpers import Q, Worker, browse_via, not_raising_checked, send_via, wait_for
 

@@ -24,8 +24,8 @@ from ternmq import (
     TextMessage,
     Topic,
 )
-from ternmq.broker.clock import FakeClock
 from ternmq.client import Connection
+from ternmq.testing import FakeClock
 
 # also over tls:// (the server's TLS listener) and failover:(tcp://...) (automatic reconnect)
 pytestmark = [pytest.mark.also_tls, pytest.mark.also_failover]

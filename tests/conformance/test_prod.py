@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from ternmq.broker.clock import FakeClock
 from ternmq.broker.config import DestinationPolicy
 from ternmq.client import Connection, ConnectionFactory, Session
 from ternmq.destination import Queue
@@ -29,6 +28,7 @@ from ternmq.errors import (
     UnsupportedOperationException,
 )
 from ternmq.message import DeliveryMode, Message, TextMessage
+from ternmq.testing import FakeClock
 
 from ._helpers import (
     Q2,

@@ -13,8 +13,8 @@ import threading
 
 import pytest
 
-from ternmq.broker.clock import FakeClock
 from ternmq.broker.config import DestinationPolicy
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import Connection, ConnectionFactory, MessageConsumer, Session
 from ternmq.destination import Queue, Topic
 from ternmq.errors import (
@@ -24,7 +24,7 @@ from ternmq.errors import (
     TransactionRolledBackException,
 )
 from ternmq.message import Message, TextMessage
-from ternmq.transport.vm import EmbeddedBroker
+from ternmq.testing import FakeClock
 
 from ._helpers import (
     CLIENT,

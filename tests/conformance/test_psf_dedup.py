@@ -13,11 +13,11 @@ from __future__ import annotations
 import pytest
 
 from ternmq.broker.config import DestinationPolicy
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import ConnectionFactory, Session
 from ternmq.destination import Queue, Topic
 from ternmq.errors import JMSException, MessageFormatException, TransactionRolledBackException
 from ternmq.message import TextMessage
-from ternmq.transport.vm import EmbeddedBroker
 
 from ._helpers import (
     NP,

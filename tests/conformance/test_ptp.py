@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
-from ternmq.broker.clock import FakeClock
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import Connection, ConnectionFactory
 from ternmq.destination import Queue, Topic
 from ternmq.errors import (
@@ -20,7 +20,7 @@ from ternmq.errors import (
     InvalidDestinationException,
     InvalidSelectorException,
 )
-from ternmq.transport.vm import EmbeddedBroker
+from ternmq.testing import FakeClock
 
 from ._helpers import (
     CLIENT,

@@ -15,12 +15,12 @@ from collections.abc import Callable
 
 import pytest
 
-from ternmq.broker.clock import FakeClock
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import Connection, ConnectionFactory, MessageConsumer
 from ternmq.destination import Queue, Topic
 from ternmq.errors import InvalidDestinationException
 from ternmq.message import Message, TextMessage
-from ternmq.transport.vm import EmbeddedBroker
+from ternmq.testing import FakeClock
 
 from ._helpers import (
     AUTO,

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from ternmq.broker.clock import FakeClock
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import Connection, ConnectionFactory
 from ternmq.client.sequenced import (
     abort_staged,
@@ -31,7 +31,7 @@ from ternmq.errors import (
 )
 from ternmq.message import DeliveryMode, TextMessage
 from ternmq.message.codec import decode_message
-from ternmq.transport.vm import EmbeddedBroker
+from ternmq.testing import FakeClock
 
 from ._helpers import NP, P, drain, new_session, receive, send, text_or_none
 

@@ -13,11 +13,11 @@ from collections.abc import Callable
 
 import pytest
 
-from ternmq.broker.clock import FakeClock
 from ternmq.client import Connection, ConnectionFactory, JMSContext, Session
 from ternmq.destination import Queue, Topic
 from ternmq.errors import IllegalStateException, JMSException
 from ternmq.message import DeliveryMode, Message, TextMessage
+from ternmq.testing import FakeClock
 
 from ._helpers import (
     Q2,

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import Connection, ConnectionFactory, MessageConsumer, Session
 from ternmq.destination import Queue, Topic
 from ternmq.errors import (
@@ -27,7 +28,6 @@ from ternmq.errors import (
     JMSRuntimeException,
 )
 from ternmq.message import DeliveryMode, Message
-from ternmq.transport.vm import EmbeddedBroker
 
 from ._helpers import (
     Connect,

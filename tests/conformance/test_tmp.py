@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import ConnectionFactory, MessageConsumer, Session
 from ternmq.destination import Queue, TemporaryQueue, TemporaryTopic, Topic, destination
 from ternmq.errors import (
@@ -17,7 +18,6 @@ from ternmq.errors import (
     JMSException,
 )
 from ternmq.message import DeliveryMode, TextMessage
-from ternmq.transport.vm import EmbeddedBroker
 
 from ._helpers import Connect, held_bytes, receive, receive_texts, stored_counts, text_or_none
 

@@ -14,7 +14,6 @@ import time
 
 import pytest
 
-from ternmq.broker.clock import FakeClock
 from ternmq.broker.config import DestinationPolicy
 from ternmq.client import Connection, ConnectionFactory, Session
 from ternmq.destination import Queue
@@ -25,6 +24,7 @@ from ternmq.errors import (
     TransactionRolledBackException,
 )
 from ternmq.message import Message
+from ternmq.testing import FakeClock
 
 from ._helpers import (
     Q2,

@@ -49,10 +49,10 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import ConnectionFactory, Session
 from ternmq.destination import Queue, Topic
 from ternmq.message import DeliveryMode, Message
-from ternmq.transport.vm import EmbeddedBroker
 
 BROKER = "crash"
 CLIENT_ID = "crash-sub"

@@ -48,11 +48,11 @@ from typing import Any
 
 import pytest
 
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import ConnectionFactory, Session
 from ternmq.client._admin import stat
 from ternmq.destination import Queue, Topic
 from ternmq.store.sqlite import SqliteStore
-from ternmq.transport.vm import EmbeddedBroker
 
 WORKER = pathlib.Path(__file__).with_name("_crash_worker.py")
 KILLS = 20

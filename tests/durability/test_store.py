@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from ternmq.broker.clock import FakeClock
+from ternmq.broker.embedded import EmbeddedBroker, get_embedded
 from ternmq.client import Connection, ConnectionFactory, MessageConsumer, Session
 from ternmq.client.sequenced import commit_staged
 from ternmq.destination import Queue, Topic
@@ -54,7 +54,7 @@ from ternmq.store import (
 )
 from ternmq.store import sqlite as sqlite_store
 from ternmq.store.sqlite import SCHEMA_VERSION, SqliteStore
-from ternmq.transport.vm import EmbeddedBroker, get_embedded
+from ternmq.testing import FakeClock
 
 WAIT = 5.0  # for anything that must happen
 NOTHING = 0.2  # a receive that must find nothing waits this long
@@ -1149,7 +1149,7 @@ _CRASH_AFTER_RECEIVE = textwrap.dedent(
     import os, signal, sys
     from ternmq.client import ConnectionFactory, Session
     from ternmq.destination import Queue
-    from ternmq.transport.vm import EmbeddedBroker
+    from ternmq.broker.embedded import EmbeddedBroker
     EmbeddedBroker("crash-one", sys.argv[1]).start()
     conn = ConnectionFactory("vm://crash-one").create_connection()
     session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)

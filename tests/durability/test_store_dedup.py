@@ -18,12 +18,12 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from ternmq.broker.config import DestinationPolicy
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import ConnectionFactory
 from ternmq.destination import Queue
 from ternmq.errors import JMSException
 from ternmq.store import AddDuplicateId, AddMessage, MemoryStore, Op, Store
 from ternmq.store.sqlite import SCHEMA_VERSION, SqliteStore
-from ternmq.transport.vm import EmbeddedBroker
 
 DUP = "JMS_TernMQ_DuplicateID"
 

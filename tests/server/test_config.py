@@ -8,7 +8,6 @@ import tomllib
 
 import pytest
 
-from ternmq.broker.clock import FakeClock
 from ternmq.protocol import commands as c
 from ternmq.server import ServerThread, load_config
 from ternmq.server.config import ServerConfig, parse_config
@@ -20,6 +19,7 @@ from ternmq.server.security import (
     verify_password,
 )
 from ternmq.store import MemoryStore
+from ternmq.testing import FakeClock
 
 from ._support import Raw, text_message, works
 

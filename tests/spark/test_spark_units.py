@@ -28,6 +28,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import ConnectionFactory
 from ternmq.client._admin import stat
 from ternmq.client.sequenced import commit_staged, log_bounds, stage
@@ -65,7 +66,6 @@ from ternmq.spark._write import (
     batch_to_messages,
     check_write_schema,
 )
-from ternmq.transport.vm import EmbeddedBroker
 
 pytestmark = pytest.mark.spark
 

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.broker.engine import BrokerConnection
 from ternmq.protocol import commands as c
 from ternmq.protocol.frames import (
@@ -27,7 +28,6 @@ from ternmq.protocol.frames import (
     WireCommand,
     encode,
 )
-from ternmq.transport.vm import EmbeddedBroker
 
 Handler = Callable[["FakeConn", c.Request], None]
 

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ternmq.broker import _sequenced
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.broker.engine import Broker
 from ternmq.client import ConnectionFactory
 from ternmq.client.sequenced import ack_upto, commit_staged, log_bounds, read_range, stage
@@ -20,7 +21,6 @@ from ternmq.destination import Queue
 from ternmq.errors import ResourceAllocationException, TransactionRolledBackException
 from ternmq.message import TextMessage
 from ternmq.store import MemoryStore
-from ternmq.transport.vm import EmbeddedBroker
 
 
 def _text(body: str) -> TextMessage:

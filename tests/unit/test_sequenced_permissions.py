@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
+from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import ConnectionFactory
 from ternmq.client.sequenced import ack_upto, commit_staged, log_bounds, read_range, stage
 from ternmq.destination import Queue
 from ternmq.errors import JMSSecurityException
 from ternmq.message import TextMessage
 from ternmq.message.codec import decode_message
-from ternmq.transport.vm import EmbeddedBroker
 
 
 def _text(body: str) -> TextMessage:

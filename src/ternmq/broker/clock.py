@@ -1,18 +1,25 @@
 """Clocks: the broker and the client read time only through one of these.
 
-Time-dependent behaviour (time-to-live, delivery delay, redelivery delay, the expiry reaper)
-is tested with :class:`FakeClock`, which moves only when a test advances it and then wakes
-whoever waits for a deadline (the embedded broker's timer) synchronously.
+Theory of operation
+-------------------
+A :class:`Clock` answers two questions: what time it is (:meth:`Clock.now_ms`), and how long
+a host should sleep before the work due at some deadline (:meth:`Clock.sleep_time`, the
+model is trio's ``Clock.deadline_to_sleep_time``). The broker host (``broker/host.py``)
+arms its timer with the second answer and never asks which clock it has.
+
+:class:`SystemClock` is real time: the answer is the time left until the deadline. A fake
+clock for tests (:class:`ternmq.testing.FakeClock`) answers "never on your own" (infinity)
+and calls its listeners (:meth:`Clock.add_listener`) whenever a test advances it; the host
+then runs the due work at once.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from typing import Protocol
 
-__all__ = ["Clock", "FakeClock", "SystemClock"]
+__all__ = ["Clock", "SystemClock"]
 
 
 class Clock(Protocol):
@@ -26,6 +33,12 @@ class Clock(Protocol):
         """Call ``callback`` whenever time jumps (fake clocks only; a no-op otherwise)."""
         ...
 
+    def sleep_time(self, deadline_ms: int) -> float:
+        """Seconds a host should sleep before running the work due at ``deadline_ms``
+        (epoch ms): 0 once it is due; ``math.inf`` if the host must not wake on its own
+        because this clock calls its listeners when it moves (a fake clock)."""
+        ...
+
 
 class SystemClock:
     """The real clock."""
@@ -37,38 +50,6 @@ class SystemClock:
     def add_listener(self, callback: Callable[[], None]) -> None:
         """Real time does not jump: nothing to do."""
 
-
-class FakeClock:
-    """A clock that moves only when told to (for deterministic tests).
-
-    Args:
-        start_ms: the initial time, epoch milliseconds.
-    """
-
-    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
-        self._now = start_ms
-        self._lock = threading.Lock()
-        self._listeners: list[Callable[[], None]] = []
-
-    def now_ms(self) -> int:
-        """Current fake time, epoch milliseconds."""
-        return self._now
-
-    def add_listener(self, callback: Callable[[], None]) -> None:
-        """Call ``callback`` after every :meth:`advance`."""
-        with self._lock:
-            self._listeners.append(callback)
-
-    def advance(self, seconds: float) -> None:
-        """Move time forward and run every listener (e.g. the broker's timer) at once.
-
-        Raises:
-            ValueError: ``seconds`` is negative.
-        """
-        if seconds < 0:
-            raise ValueError("a clock cannot go backwards")
-        with self._lock:
-            self._now += round(seconds * 1000)
-            listeners = list(self._listeners)
-        for callback in listeners:
-            callback()
+    def sleep_time(self, deadline_ms: int) -> float:
+        """The seconds left until ``deadline_ms`` (0 once it has passed)."""
+        return max(0.0, (deadline_ms - self.now_ms()) / 1000)

@@ -166,6 +166,11 @@ class BrokerConnection:
         return next(self._delivery_ids)
 
 
+def _run_now(fn: Callable[[], None]) -> None:
+    """The default ``run_in_owner``: a broker without a host runs completions at once."""
+    fn()
+
+
 def _sub_store_key(client_id: str | None, name: str, shared: bool) -> str:
     return f"sub:{'s' if shared else 'u'}:{client_id or ''}:{name}"
 
@@ -185,6 +190,11 @@ class Broker:
             limits); a JMSException it raises is the request's Error reply, in order.
         populate_user_id: set ``JMSXUserID`` of every sent message to the connection's user
             (removed for anonymous connections): PROP-20, PROP-23. Costs a re-encode.
+        run_in_owner: how work from other threads (store completions) enters the broker:
+            ``run_in_owner(fn)`` runs ``fn`` where the host owns the broker (``broker/host.py``);
+            the default runs it at once, on the calling thread.
+        on_warning: ``on_warning(event, **fields)`` hears of what the broker did on its own,
+            for the host's log (e.g. an abandoned staged transaction aborted).
     """
 
     def __init__(
@@ -196,8 +206,11 @@ class Broker:
         authorizer: Authorizer | None = None,
         request_check: RequestCheck | None = None,
         populate_user_id: bool = False,
+        run_in_owner: Callable[[Callable[[], None]], None] | None = None,
+        on_warning: Callable[..., None] | None = None,
     ) -> None:
         self.config = config or BrokerConfig()
+        self.run_in_owner = run_in_owner or _run_now
         self.store: Store = store if store is not None else MemoryStore()
         self.clock: Clock = clock or SystemClock()
         self.users = users
@@ -242,9 +255,7 @@ class Broker:
         self._reserved: dict[str, int] = {}
         self._staged: dict[str, StagedTx] = {}
         self.staged_bytes = 0  # message bytes of staged transactions (they count as memory)
-        # Set by the owner to hear of what the broker did on its own, for the log:
-        # ``on_warning(event, **fields)`` (e.g. an abandoned staged transaction aborted).
-        self.on_warning: Callable[..., None] | None = None
+        self.on_warning = on_warning
         self._sinks: dict[str, int] = {}
         self.total_bytes = 0
         self.recovered: dict[str, int] = {}  # what _recover found (the host logs it)
@@ -262,12 +273,6 @@ class Broker:
             self.topics.setdefault(destination(f"topic://{name}"), [])
 
     # ------------------------------------------------------------------ public interface
-    def run_in_owner(self, fn: Callable[[], None]) -> None:
-        """How work from other threads (store completions) enters the broker. The host
-        replaces this with something that runs ``fn`` where it owns the broker (the embedded
-        transport posts it behind its lock); the default runs it at once."""
-        fn()
-
     def _on_store_completion(self, tokens: list[int], error: BaseException | None) -> None:
         # Called on the store's thread, once per group commit. Should the owner be slow to
         # run the first, later reports queue behind it and enter the owner context with it.

@@ -201,7 +201,8 @@ class ConnectionFactory:
             return self._failover.open(on_event)[0]
         if self._tcp is not None:
             return self._tcp.connect(on_event)
-        from ternmq.transport.vm import VmTransport, get_embedded
+        from ternmq.broker.embedded import get_embedded
+        from ternmq.transport.vm import VmTransport
 
         return VmTransport(get_embedded(self._location, data_dir=self.data_dir), on_event)
 

@@ -2,23 +2,24 @@
 
 Theory of operation
 -------------------
-:class:`BrokerServer` owns one :class:`~ternmq.broker.engine.Broker` on a
-:class:`~ternmq.store.sqlite.SqliteStore` and runs on one asyncio event loop (uvloop when it
-is installed). The loop is the broker's only owner, as the embedded broker's lock is in
-``transport/vm.py``: every ``handle``, ``tick`` and ``drop_connection`` runs on the loop
-thread. Work from other threads comes back through the loop:
+:class:`BrokerServer` is a :class:`~ternmq.broker.host.BrokerHost` (which builds the
+:class:`~ternmq.broker.engine.Broker` on the store of ``config.data_dir`` and owns the duties
+every host shares) that runs on one asyncio event loop (uvloop when it is installed). The loop
+is the broker's only owner, as the embedded broker's lock is in ``broker/embedded.py``: every
+``handle``, ``tick`` and ``drop_connection`` runs on the loop thread. Work from other threads
+comes back through the loop:
 
-- the store's writer thread reports finished batches through ``broker.run_in_owner``, which
-  this server replaces with ``loop.call_soon_threadsafe``; a small batch that finds the
-  writer idle and that a request awaiting its reply made is instead written by the loop
-  itself once it has read what its clients sent (owner commits, ``store/sqlite.py``), and
-  its replies leave in the same callback;
+- the store's writer thread reports finished batches through the broker's ``run_in_owner``,
+  which is this server's :meth:`BrokerServer.run_in_owner`, ``loop.call_soon_threadsafe``; a
+  small batch that finds the writer idle and that a request awaiting its reply made is
+  instead written by the loop itself once it has read what its clients sent (owner commits,
+  ``store/sqlite.py``), and its replies leave in the same callback;
 - password hashing runs in a small thread pool and hands its verdict back the same way.
 
 Time-driven work (scheduled delivery, redelivery delay, the expiry reaper, blocked sends) is
-one ``loop.call_later`` for ``broker.next_deadline()``, re-armed after every batch of requests,
-every store completion and every tick. A second periodic callback sweeps the connections for
-heartbeats.
+one ``loop.call_later`` for ``broker.next_deadline()``, re-armed (``BrokerHost.rearm``) after
+every batch of requests, every store completion and every tick. A second periodic callback
+sweeps the connections for heartbeats.
 
 Stopping (SIGTERM, SIGINT, :meth:`BrokerServer.stop`): the listeners close first (no new
 connections), then ``broker.shutdown()`` writes every batch still queued in the store, releases
@@ -33,7 +34,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import errno
-import functools
 import gc
 import logging
 import os
@@ -44,15 +44,15 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Final, TypeVar
 
-from ternmq.broker.clock import Clock, FakeClock, SystemClock
-from ternmq.broker.engine import Broker, BrokerConnection
+from ternmq.broker.clock import Clock
+from ternmq.broker.engine import BrokerConnection
+from ternmq.broker.host import BrokerHost
 from ternmq.errors import JMSException, ResourceAllocationException
 from ternmq.protocol import commands as c
 from ternmq.server.config import ListenerConfig, ServerConfig, TlsConfig, load_config
 from ternmq.server.logs import LEVELS, log_event, setup_logging
 from ternmq.server.native import NativeConnection
 from ternmq.store import Store
-from ternmq.store.sqlite import SqliteStore
 
 __all__ = ["BrokerServer", "ServerThread", "build_parser", "main"]
 
@@ -85,12 +85,13 @@ def ssl_context(tls: TlsConfig) -> ssl.SSLContext:
     return ctx
 
 
-class BrokerServer:
+class BrokerServer(BrokerHost):
     """The network broker: listeners, connections, and the broker they share.
 
     Args:
         config: the server settings.
-        store: the store to use instead of a SqliteStore in ``config.data_dir`` (tests).
+        store: the store to use instead of the one ``open_store`` opens in ``config.data_dir``
+            (tests).
         clock: the broker's time source (default: the system clock).
 
     Raises:
@@ -100,11 +101,10 @@ class BrokerServer:
     def __init__(
         self, config: ServerConfig, *, store: Store | None = None, clock: Clock | None = None
     ) -> None:
+        super().__init__(clock)
         self.config = config
         self.authenticator = config.authenticator()
         self.authorizer = config.authorizer()
-        self.clock: Clock = clock or SystemClock()
-        self.broker: Broker | None = None
         self.connections: set[NativeConnection] = set()
         self.addresses: list[str] = []
         self.stopping = False
@@ -114,14 +114,11 @@ class BrokerServer:
         self._store = store
         self._servers: list[asyncio.Server] = []
         self._timer: asyncio.TimerHandle | None = None
-        self._timer_due: int | None = None
         self._sweeper: asyncio.TimerHandle | None = None
         self._stopped: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._to_flush: list[NativeConnection] = []  # connections with output, this iteration
-        # The store whose small commits the loop writes itself (owner commits), if any.
-        self.owner_store: SqliteStore | None = None
         self._inline_posts: list[Callable[[], None]] | None = None  # see _commit_due
         # A request that awaits a reply made a store batch since the last _commit_due: only
         # then may the loop write the batch itself (see NativeConnection._handle).
@@ -143,27 +140,16 @@ class BrokerServer:
         self._loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
         cfg = self.config
-        store = self._store
-        if store is None:
-            store = SqliteStore(cfg.data_dir, cfg.fsync, cfg.fsync_interval, batch_scheduling=True)
-        try:
-            broker = Broker(
-                cfg.broker_config(),
-                store,
-                self.clock,
-                authorizer=self.authorizer,
-                request_check=self.check_request,
-                populate_user_id=cfg.populate_user_id,
-            )
-        except BaseException:
-            store.close()
-            raise
-        broker.run_in_owner = self._post  # type: ignore[method-assign]
-        if isinstance(store, SqliteStore):
-            self.owner_store = store
-            store.set_owner_commits(self._commit_soon)
-        broker.on_warning = functools.partial(log_event, log, logging.WARNING)
-        self.broker = broker
+        broker = self._start_broker(
+            cfg.broker_config(),
+            self._store,
+            cfg.data_dir,
+            fsync=cfg.fsync,
+            fsync_interval=cfg.fsync_interval,
+            authorizer=self.authorizer,
+            request_check=self.check_request,
+            populate_user_id=cfg.populate_user_id,
+        )
         log_event(
             log,
             logging.INFO,
@@ -178,7 +164,6 @@ class BrokerServer:
             await self.stop()
             raise
         self._loop_thread = threading.get_ident()
-        self.clock.add_listener(self._on_clock_jump)
         self._arm_sweeper()
         self.rearm()
 
@@ -244,8 +229,12 @@ class BrokerServer:
             self._stopped.set()
 
     # ---- the broker's owner ---------------------------------------------------------------
-    def _post(self, fn: Callable[[], None]) -> None:
-        """``broker.run_in_owner``: run ``fn`` on the loop thread (store completions)."""
+    def _warn(self, event: str, **fields: object) -> None:
+        """The broker's ``on_warning``: one ``key=value`` warning line of this server's log."""
+        log_event(log, logging.WARNING, event, **fields)
+
+    def run_in_owner(self, fn: Callable[[], None]) -> None:
+        """The broker's ``run_in_owner``: run ``fn`` on the loop thread (store completions)."""
         posts = self._inline_posts
         if posts is not None and threading.get_ident() == self._loop_thread:
             posts.append(fn)  # reported by a commit on the loop: _commit_due runs it
@@ -268,7 +257,7 @@ class BrokerServer:
 
     def _commit_due(self) -> None:
         """Let the store write a small batch here rather than wake its writer thread
-        (``SqliteStore.commit_due``), then release what the commit made durable and write the
+        (``Store.commit_due``), then release what the commit made durable and write the
         replies now: a lone synchronous producer saves two thread hand-overs and two loop
         iterations per send. Only if a request that awaits a reply made a batch since the
         last call (``due_awaited``): one-way acknowledgements wait for nobody, and the loop
@@ -302,31 +291,20 @@ class BrokerServer:
         for conn in to_flush:
             conn.flush()
 
-    def rearm(self) -> None:
-        """Arm the timer for the broker's next deadline (cheap when it did not change)."""
-        broker = self.broker
-        if broker is None or self.stopping:
-            return
-        due = broker.next_deadline()
-        if due == self._timer_due:
-            return
+    def _arm(self, due: int | None) -> None:
+        """``BrokerHost.rearm``'s timer: one ``loop.call_later`` for ``due``, or none."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self._timer_due = due
-        if due is not None and not isinstance(self.clock, FakeClock):
-            delay = max(0.0, (due - self.clock.now_ms()) / 1000)
-            self._timer = self.loop.call_later(delay, self._on_timer)
+        if due is not None and not self.stopping:
+            self._timer = self.loop.call_later(self.clock.sleep_time(due), self._fire)
 
-    def _on_timer(self) -> None:
+    def _fire(self) -> None:
         self._timer = None
-        self._timer_due = None
-        if self.broker is not None:
-            self.broker.tick()
-        self.rearm()
+        self._on_timer()
 
     def _on_clock_jump(self) -> None:
-        """A :class:`FakeClock` moved (tests): run the due work now. From another thread this
+        """A fake clock moved (tests): run the due work now. From another thread this
         waits until the loop has run it, so ``clock.advance()`` returns after the broker
         acted, as with the embedded broker; fake time never arms a real timer."""
         loop = self._loop

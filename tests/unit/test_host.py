@@ -1,0 +1,66 @@
+"""``broker/host.py``: the one host both brokers (embedded and server) are built on."""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Callable
+
+from ternmq import ConnectionFactory, EmbeddedBroker, Queue
+from ternmq.broker.clock import SystemClock
+from ternmq.broker.engine import Broker
+from ternmq.broker.host import BrokerHost
+from ternmq.server.app import BrokerServer
+from ternmq.store import MemoryStore
+
+
+def test_both_brokers_share_the_host_logic() -> None:
+    """The shared duties exist once: both hosts inherit them, neither overrides them."""
+    for name in ("_start_broker", "rearm", "_on_timer", "_disarm"):
+        shared = getattr(BrokerHost, name)
+        assert getattr(EmbeddedBroker, name) is shared, name
+        assert getattr(BrokerServer, name) is shared, name
+
+
+def test_system_clock_sleep_time() -> None:
+    clock = SystemClock()
+    now = clock.now_ms()
+    assert clock.sleep_time(now - 1_000) == 0.0
+    assert 9.0 < clock.sleep_time(now + 10_000) <= 10.0
+
+
+def test_broker_takes_its_owner_hand_off_and_warnings_when_built() -> None:
+    """``run_in_owner`` and ``on_warning`` are collaborators given to the constructor."""
+    posted: list[Callable[[], None]] = []
+    warnings: list[str] = []
+
+    def warn(event: str, **fields: object) -> None:
+        warnings.append(event)
+
+    broker = Broker(store=MemoryStore(), run_in_owner=posted.append, on_warning=warn)
+    assert broker.run_in_owner == posted.append
+    assert broker.on_warning is warn
+    ran: list[int] = []
+    Broker().run_in_owner(lambda: ran.append(1))  # without a host: at once
+    assert ran == [1]
+
+
+def test_embedded_stats_show_what_the_broker_holds() -> None:
+    with EmbeddedBroker("host-stats", queues=["declared"]) as broker:
+        with ConnectionFactory(broker.url).create_connection() as conn:
+            session = conn.create_session()
+            producer = session.create_producer(Queue("work"))
+            for text in ("a", "b"):
+                producer.send(session.create_text_message(text))
+        stats = {d.name: d for d in broker.stats()}
+        assert list(stats) == ["queue://declared", "queue://work"]
+        assert stats["queue://work"].depth == 2 and stats["queue://work"].enqueued == 2
+        assert stats["queue://declared"].depth == 0
+    assert broker.stats() == []
+
+
+def test_owner_commits_only_with_a_store_that_offers_them(tmp_path: pathlib.Path) -> None:
+    with EmbeddedBroker("host-memory") as memory:
+        assert memory.owner_store is None
+    with EmbeddedBroker("host-disk", str(tmp_path / "data")) as disk:
+        assert disk.broker is not None
+        assert disk.owner_store is disk.broker.store
