@@ -34,7 +34,7 @@ from __future__ import annotations
 import abc
 import os
 from collections.abc import Callable
-from typing import Literal, Protocol, cast
+from typing import Literal
 
 from ternmq.broker.clock import Clock, SystemClock
 from ternmq.broker.config import BrokerConfig
@@ -42,13 +42,7 @@ from ternmq.broker.engine import Authorizer, Broker, RequestCheck
 from ternmq.protocol import commands as c
 from ternmq.store import Store, open_store
 
-__all__ = ["BrokerHost", "OwnerCommitStore"]
-
-
-class OwnerCommitStore(Store, Protocol):
-    """A store with owner commits (``Store.set_owner_commits`` returned True)."""
-
-    batches: int  # batches received: a request that made one awaits its commit
+__all__ = ["BrokerHost"]
 
 
 class BrokerHost(abc.ABC):
@@ -66,7 +60,7 @@ class BrokerHost(abc.ABC):
     def __init__(self, clock: Clock | None = None) -> None:
         self.clock: Clock = clock or SystemClock()
         self.broker: Broker | None = None
-        self.owner_store: OwnerCommitStore | None = None
+        self.owner_store: Store | None = None
         self._timer_due: int | None = None  # the deadline the timer is armed for
         self._listening = False  # the clock knows _on_clock_jump
 
@@ -138,7 +132,7 @@ class BrokerHost(abc.ABC):
             store.close()
             raise
         owner_commits = store.set_owner_commits(self._commit_soon)
-        self.owner_store = cast(OwnerCommitStore, store) if owner_commits else None
+        self.owner_store = store if owner_commits else None
         self._timer_due = None
         self.broker = broker
         if not self._listening:

@@ -264,6 +264,12 @@ class Store(Protocol):
 
     synchronous: bool
 
+    @property
+    def batches(self) -> int:
+        """How many batches :meth:`submit` has taken: a request that made one awaits its
+        commit (the hosts' owner commits compare it before and after a request)."""
+        ...
+
     def write(self, ops: Sequence[Op]) -> None:
         """Apply one batch atomically; durable when it returns.
 
