@@ -317,6 +317,59 @@ def test_no_import_cycles() -> None:
     )
 
 
+# The layers of ARCHITECTURE.md, lowest first: a module may import its own layer's package and
+# any lower layer, never a higher one, nor a sibling package of its layer (transport/ and
+# server/ do not know each other). ``ternmq`` itself (``__init__``, the public surface) is on
+# top: only the command line, which is an application of the public API, imports it.
+LAYERS: dict[str, int] = {
+    "_version": 0,
+    "errors": 0,
+    "destination": 1,
+    "_sched": 1,
+    "message": 2,
+    "selector": 2,
+    "protocol": 2,
+    "store": 3,
+    "broker": 4,
+    "transport": 5,
+    "server": 5,
+    "client": 6,
+    "spark": 7,
+    "cli": 8,  # the command line runs the spark demo too
+    "testing": 8,
+}
+
+
+def _layer(module: str) -> tuple[str, int]:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "ternmq", 9
+    return parts[1], LAYERS[parts[1]]
+
+
+def test_every_top_level_module_has_a_layer() -> None:
+    """A new package or top-level module of ``src/ternmq`` takes a place in ``LAYERS``."""
+    names = {module.split(".")[1] for module in _source_modules() if "." in module}
+    assert names <= set(LAYERS), f"give these a layer in LAYERS: {sorted(names - set(LAYERS))}"
+
+
+def test_imports_point_downwards() -> None:
+    """ARCHITECTURE: message/ selector/ protocol/ (pure) < store/ < broker/ < transport/,
+    server/ < client/ < spark/ < cli; counting imports inside functions and under
+    ``TYPE_CHECKING``. Only ``cli`` imports the ``ternmq`` package itself."""
+    edges = _import_edges(_source_modules())
+    wrong = []
+    for module, targets in sorted(edges.items()):
+        package, layer = _layer(module)
+        for target, lines in sorted(targets.items()):
+            target_package, target_layer = _layer(target)
+            upward = target_layer > layer or (target_layer == layer and target_package != package)
+            if upward and not (module == "ternmq.cli" and target == "ternmq"):
+                where = ", ".join(str(line) for line in sorted(set(lines)))
+                wrong.append(f"{module} -> {target}  (line {where})")
+    assert not wrong, "imports that point up or sideways:\n" + "\n".join(wrong)
+
+
 _STORE_OR_CLOCK = re.compile(r"(Store|Clock)$")
 
 
