@@ -15,7 +15,7 @@ repeat to within a few percent:
 
 Not included: the client (encoding, the JMS API), the writer thread's hand-offs and the
 context switches of many producer threads, which make up most of the ~55-90 us of CPU a
-persistent send costs at 64 producers (see docs/architecture.md).
+persistent send costs at 64 producers (see docs/performance.md).
 
 Run: .venv/bin/python benchmarks/bench_broker_path.py [--count N] [--repeat R] [--group G]
 Prints the best and the median of R runs, microseconds per message.
