@@ -24,7 +24,7 @@ its wake-ups wait. Two uses:
   the application. Only a thread on the default policy (``SCHED_OTHER``) is touched; one the
   application gave another policy is left alone. Two system calls per blocking wait, about
   3 us. Not over tcp: there the woken thread competes with the server *process* for the CPU,
-  and deferred waits halved 64 producers (docs/architecture.md "Deferred wake-ups").
+  and deferred waits halved 64 producers (docs/performance.md "Deferred wake-ups").
 
 Elsewhere than Linux, or where the system refuses (a seccomp profile, say), nothing changes.
 ``TERNMQ_SCHED_BATCH=0`` in the environment turns :func:`wait_deferred` off for the process.
