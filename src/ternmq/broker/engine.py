@@ -21,7 +21,6 @@ client handed it to the application (JMSXDeliveryCount, REL-10), and is dead-let
 from __future__ import annotations
 
 import collections
-import dataclasses
 import heapq
 import itertools
 from collections.abc import Callable, Iterable
@@ -32,7 +31,16 @@ import msgspec
 from ternmq._version import __version__
 from ternmq.broker._dedup import DuplicateIds
 from ternmq.broker._queue import GONE, INFLIGHT, Entry, MessageQueue, Stored
-from ternmq.broker._sequenced import HANDLERS, SEQ_RESERVE_BLOCK, StagedTx, sweep_staged
+from ternmq.broker._records import (
+    BrokerConnection,
+    Consumer,
+    Emit,
+    Session,
+    StagedTx,
+    Subscription,
+    sub_store_key,
+)
+from ternmq.broker._sequenced import HANDLERS, SEQ_RESERVE_BLOCK, sweep_staged
 from ternmq.broker.clock import Clock, SystemClock
 from ternmq.broker.config import BrokerConfig
 from ternmq.destination import Destination, TemporaryQueue, TemporaryTopic, destination
@@ -64,7 +72,6 @@ from ternmq.store import (
 
 __all__ = ["Broker", "BrokerConnection"]
 
-Emit = Callable[[c.Command], None]
 # (user, action, destination text) -> allowed; action: send, consume, browse or create.
 Authorizer = Callable[[str | None, str, str], bool]
 # Called before every request; a JMSException it raises becomes that request's Error reply.
@@ -72,102 +79,6 @@ RequestCheck = Callable[["BrokerConnection", c.Request], None]
 MAX_NAME = 255
 MAX_CLIENT_ID = 256  # CONN-08: longer ids, and ids with control characters, are refused
 _SendT = TypeVar("_SendT", c.Send, c.StagedSend)  # a message to route: sent or staged
-
-
-class _Session:
-    __slots__ = ("conn", "consumers", "id", "outstanding", "transacted", "tx_sends")
-
-    def __init__(self, sid: int, conn: BrokerConnection, transacted: bool) -> None:
-        self.id = sid
-        self.conn = conn
-        self.transacted = transacted
-        self.outstanding: dict[int, Entry] = {}
-        self.tx_sends: list[c.Send] = []
-        self.consumers: dict[int, _Consumer] = {}
-
-
-class _Consumer:
-    __slots__ = (
-        "credit",
-        "id",
-        "outstanding",
-        "prefetch",
-        "pull",
-        "queue",
-        "selector",
-        "session",
-        "sub",
-    )
-
-    def __init__(
-        self,
-        cid: int,
-        session: _Session,
-        queue: MessageQueue,
-        selector: Selector | None,
-        prefetch: int,
-        sub: _Subscription | None,
-    ) -> None:
-        self.id = cid
-        self.session = session
-        self.queue = queue
-        self.selector = selector
-        self.prefetch = prefetch
-        self.credit = prefetch
-        self.pull = 0
-        self.sub = sub
-        self.outstanding: set[int] = set()
-
-    def wants(self) -> bool:
-        return self.credit > 0 or self.pull > 0
-
-
-@dataclasses.dataclass(eq=False)
-class _Subscription:
-    key: tuple[str | None, str] | None
-    topic: Destination
-    selector_text: str | None
-    selector: Selector | None
-    no_local: bool
-    durable: bool
-    shared: bool
-    client_id: str | None
-    conn: BrokerConnection | None
-    queue: MessageQueue
-
-    def admits(self, stored: Stored) -> bool:
-        if self.no_local:
-            if stored.origin_conn is self.conn and self.conn is not None:
-                return False
-            if (
-                self.durable
-                and self.client_id is not None
-                and stored.origin_client == self.client_id
-            ):
-                return False
-        return self.selector is None or self.selector.matches(stored.view())
-
-
-class BrokerConnection:
-    """The broker's side of one client connection."""
-
-    def __init__(self, broker: Broker, cid: str, emit: Emit) -> None:
-        self.broker = broker
-        self.id = cid
-        self.emit = emit
-        self.client_id: str | None = None
-        self.user: str | None = None
-        self.sessions: dict[int, _Session] = {}
-        self.temporaries: dict[Destination, Any] = {}
-        self.closed = False
-        self._delivery_ids = itertools.count(1)
-
-    def next_delivery_id(self) -> int:
-        return next(self._delivery_ids)
-
-
-def _sub_store_key(client_id: str | None, name: str, shared: bool) -> str:
-    return f"sub:{'s' if shared else 'u'}:{client_id or ''}:{name}"
 
 
 class Broker:
@@ -205,9 +116,9 @@ class Broker:
         self.request_check = request_check
         self.populate_user_id = populate_user_id
         self.queues: dict[Destination, MessageQueue] = {}
-        self.topics: dict[Destination, list[_Subscription]] = {}
-        self.durable: dict[tuple[str | None, str], _Subscription] = {}
-        self.shared: dict[tuple[str | None, str], _Subscription] = {}
+        self.topics: dict[Destination, list[Subscription]] = {}
+        self.durable: dict[tuple[str | None, str], Subscription] = {}
+        self.shared: dict[tuple[str | None, str], Subscription] = {}
         self.connections: dict[str, BrokerConnection] = {}
         self.client_ids: dict[str, BrokerConnection] = {}
         self._conn_ids = itertools.count(1)
@@ -300,6 +211,22 @@ class Broker:
                     break
         self._release_done()
 
+    # The engine's state as its side modules see it (``_ports.SequencedEngine``).
+    @property
+    def ops(self) -> list[Op]:
+        """The store operations of the request being handled (written when it ends)."""
+        return self._ops
+
+    @property
+    def staged(self) -> dict[str, StagedTx]:
+        """Staged transactions of sequence access, by txid."""
+        return self._staged
+
+    @property
+    def sinks(self) -> dict[str, int]:
+        """The last committed batch of every sink of sequence access."""
+        return self._sinks
+
     def connect(self, emit: Emit) -> BrokerConnection:
         """Open the broker side of a connection whose output goes to ``emit``."""
         conn = BrokerConnection(self, f"ID:{next(self._conn_ids)}", emit)
@@ -386,7 +313,7 @@ class Broker:
             self._flush()
 
     # ------------------------------------------------------------------ destinations
-    def _dest(self, text: str) -> Destination:
+    def resolve(self, text: str) -> Destination:
         d = self._dest_cache.get(text)
         if d is None:
             d = destination(text)
@@ -411,7 +338,7 @@ class Broker:
         q.last_seq = q.reserved = self._reserved.get(key, 0)
         return q
 
-    def _queue(self, dest: Destination, create: bool = True) -> MessageQueue:
+    def queue(self, dest: Destination, create: bool = True) -> MessageQueue:
         q = self.queues.get(dest)
         if q is not None:
             return q
@@ -423,7 +350,7 @@ class Broker:
             )
         return self._new_queue(dest)
 
-    def _topic(self, dest: Destination) -> list[_Subscription]:
+    def _topic(self, dest: Destination) -> list[Subscription]:
         subs = self.topics.get(dest)
         if subs is not None:
             return subs
@@ -444,7 +371,7 @@ class Broker:
                 )
             raise InvalidDestinationException(f"{dest} has been deleted or never existed")
 
-    def _authorize(self, conn: BrokerConnection, action: str, dest: Destination) -> None:
+    def authorize(self, conn: BrokerConnection, action: str, dest: Destination) -> None:
         """Refuse ``action`` on ``dest`` unless the authorizer allows it (EXC-06); a request
         that would auto-create ``dest`` needs ``create`` too. Temporary destinations belong
         to their connection and are not checked."""
@@ -464,7 +391,7 @@ class Broker:
                     f"ask the broker's administrator for the {act!r} permission"
                 )
 
-    def _stamp_user(self, conn: BrokerConnection, req: _SendT) -> _SendT:
+    def stamp_user(self, conn: BrokerConnection, req: _SendT) -> _SendT:
         """JMSXUserID is the connection's user, whatever the client put there (PROP-23)."""
         msg = decode_message(req.message)
         if conn.user is None:
@@ -533,10 +460,10 @@ class Broker:
     def _on_create_session(self, conn: BrokerConnection, req: c.CreateSession) -> c.Reply:
         if req.session_id in conn.sessions:
             raise IllegalStateException(f"session {req.session_id} already exists")
-        conn.sessions[req.session_id] = _Session(req.session_id, conn, req.transacted)
+        conn.sessions[req.session_id] = Session(req.session_id, conn, req.transacted)
         return c.Ok(corr=req.corr)
 
-    def _session(self, conn: BrokerConnection, sid: int) -> _Session:
+    def _session(self, conn: BrokerConnection, sid: int) -> Session:
         s = conn.sessions.get(sid)
         if s is None:
             raise IllegalStateException(f"session {sid} is closed")
@@ -549,7 +476,7 @@ class Broker:
         ids = self._close_session(s, set(req.delivered))
         return c.Released(corr=req.corr, delivery_ids=ids)
 
-    def _close_session(self, s: _Session, delivered: set[int]) -> list[int]:
+    def _close_session(self, s: Session, delivered: set[int]) -> list[int]:
         for consumer in list(s.consumers.values()):
             self._close_consumer(consumer, delivered)
         s.tx_sends.clear()
@@ -562,10 +489,10 @@ class Broker:
         if req.consumer_id in s.consumers:
             raise IllegalStateException(f"consumer {req.consumer_id} already exists")
         try:
-            dest = self._dest(req.destination)
+            dest = self.resolve(req.destination)
         except JMSException as exc:
             raise InvalidDestinationException(str(exc)) from exc
-        self._authorize(conn, "consume", dest)
+        self.authorize(conn, "consume", dest)
         selector = compile_selector(req.selector)  # InvalidSelectorException
         sel_text = selector.text if selector is not None else None
         prefetch = max(0, req.prefetch)
@@ -573,13 +500,13 @@ class Broker:
             if req.kind != "none":
                 raise InvalidDestinationException(f"{dest} is a queue: subscriptions need a topic")
             self._check_temp_owner(conn, dest)
-            q = self._queue(dest)
-            consumer = _Consumer(req.consumer_id, s, q, selector, prefetch, None)
+            q = self.queue(dest)
+            consumer = Consumer(req.consumer_id, s, q, selector, prefetch, None)
         else:
             self._check_temp_owner(conn, dest)
             subs = self._topic(dest)
             sub = self._subscription_for(conn, req, dest, subs, selector, sel_text)
-            consumer = _Consumer(req.consumer_id, s, sub.queue, None, prefetch, sub)
+            consumer = Consumer(req.consumer_id, s, sub.queue, None, prefetch, sub)
         if req.credit is not None:
             consumer.credit = min(max(0, req.credit), prefetch)
         consumer.queue.consumers.append(consumer)
@@ -592,15 +519,15 @@ class Broker:
         conn: BrokerConnection,
         req: c.CreateConsumer,
         topic: Destination,
-        subs: list[_Subscription],
+        subs: list[Subscription],
         selector: Selector | None,
         sel_text: str | None,
-    ) -> _Subscription:
+    ) -> Subscription:
         kind = req.kind
         policy = self.config.policy_for(str(topic))
         if kind == "none":
             q = MessageQueue(f"nd:{conn.id}:{req.consumer_id}", False, policy, str(topic))
-            sub = _Subscription(
+            sub = Subscription(
                 None, topic, sel_text, selector, req.no_local, False, False, conn.client_id, conn, q
             )
             subs.append(sub)
@@ -621,7 +548,7 @@ class Broker:
                     )
                 return existing
             q = MessageQueue(f"sh:{key}", False, policy, str(topic))
-            sub = _Subscription(
+            sub = Subscription(
                 key, topic, sel_text, selector, False, False, True, conn.client_id, conn, q
             )
             self.shared[key] = sub
@@ -663,10 +590,10 @@ class Broker:
                     "or selector; close them first"
                 )
             self._delete_subscription(sub)
-        self._authorize(conn, "create", topic)  # a new durable subscription (EXC-06)
-        store_key = _sub_store_key(conn.client_id, name, shared)
+        self.authorize(conn, "create", topic)  # a new durable subscription (EXC-06)
+        store_key = sub_store_key(conn.client_id, name, shared)
         q = self._durable_queue(store_key, str(topic))
-        sub = _Subscription(
+        sub = Subscription(
             key, topic, sel_text, selector, no_local, True, shared, conn.client_id, conn, q
         )
         self.durable[key] = sub
@@ -676,7 +603,7 @@ class Broker:
         )
         return sub
 
-    def _delete_subscription(self, sub: _Subscription) -> None:
+    def _delete_subscription(self, sub: Subscription) -> None:
         subs = self.topics.get(sub.topic)
         if subs is not None and sub in subs:
             subs.remove(sub)
@@ -700,7 +627,7 @@ class Broker:
                 return c.Released(corr=req.corr, delivery_ids=ids)
         return c.Released(corr=req.corr)
 
-    def _close_consumer(self, consumer: _Consumer, delivered: set[int]) -> list[int]:
+    def _close_consumer(self, consumer: Consumer, delivered: set[int]) -> list[int]:
         s = consumer.session
         q = consumer.queue
         s.consumers.pop(consumer.id, None)
@@ -743,7 +670,7 @@ class Broker:
                 consumer.pull = 0
         return c.Ok(corr=req.corr)
 
-    def _find_consumer(self, conn: BrokerConnection, cid: int) -> _Consumer | None:
+    def _find_consumer(self, conn: BrokerConnection, cid: int) -> Consumer | None:
         for s in conn.sessions.values():
             consumer = s.consumers.get(cid)
             if consumer is not None:
@@ -753,12 +680,12 @@ class Broker:
     def _on_send(self, conn: BrokerConnection, req: c.Send) -> c.Reply | None:
         s = self._session(conn, req.session_id)
         # Validate now so a transacted send to a bad destination fails at send() (PROD-02).
-        dest = self._check_send(conn, req)
+        dest = self.check_send(conn, req)
         dup_id = req.duplicate_id
         if dup_id is not None:
             self._dedup.check_id(dup_id)
         if self.populate_user_id:
-            req = self._stamp_user(conn, req)
+            req = self.stamp_user(conn, req)
         if s.transacted:
             s.tx_sends.append(req)
             return c.Ok(corr=req.corr)
@@ -785,7 +712,7 @@ class Broker:
         if op is not None:
             self._ops.append(op)
 
-    def _check_send(
+    def check_send(
         self, conn: BrokerConnection, req: c.Send | c.StagedSend, dest_ok: bool = False
     ) -> Destination:
         """Everything a message must pass before it is accepted (sent or staged): its size,
@@ -801,15 +728,15 @@ class Broker:
         if not 0 <= req.priority <= 9:
             raise JMSException(f"priority {req.priority} is outside 0..9")
         try:
-            dest = self._dest(req.destination)
+            dest = self.resolve(req.destination)
         except JMSException as exc:
             raise InvalidDestinationException(str(exc)) from exc
         if not dest_ok:
-            self._authorize(conn, "send", dest)
+            self.authorize(conn, "send", dest)
             if dest.is_topic:
                 self._topic(dest)
             else:
-                self._queue(dest)
+                self.queue(dest)
         return dest
 
     def _block(self, conn: BrokerConnection, dest: Destination, req: c.Send) -> None:
@@ -873,7 +800,7 @@ class Broker:
         if dest.is_topic:
             targets = [sub.queue for sub in self._topic(dest) if sub.admits(stored)]
         else:
-            targets = [self._queue(dest)]
+            targets = [self.queue(dest)]
         full = self._full(targets, stored.size)
         paged = False
         if full is not None:
@@ -892,7 +819,7 @@ class Broker:
                     self._unstored.extend(entries)  # every copy goes if the store refuses it
                     break
 
-    def _publish_all(
+    def publish_all(
         self,
         conn: BrokerConnection,
         sends: Iterable[tuple[Destination, c.Send | c.StagedSend]],
@@ -959,7 +886,7 @@ class Broker:
                 AddMessage(
                     q.key,
                     e.seq,
-                    self._data(e),
+                    self.data(e),
                     stored.priority,
                     stored.expiration,
                     stored.delivery_time,
@@ -971,7 +898,7 @@ class Broker:
         else:
             self._dirty.add(q)
         if stored.expiration:
-            self._arm_reaper(now)
+            self.arm_reaper(now)
         return e
 
     def _add_timer(self, due: int, q: MessageQueue | None) -> None:
@@ -982,7 +909,7 @@ class Broker:
         for did in req.delivery_ids:
             e = s.outstanding.pop(did, None)
             if e is not None:
-                self._finish(e)
+                self.finish(e)
         return c.Ok(corr=req.corr)
 
     def _on_expired(self, conn: BrokerConnection, req: c.Expired) -> c.Reply:
@@ -995,7 +922,7 @@ class Broker:
                 self._expire(e)
         return c.Ok(corr=req.corr)
 
-    def _finish(self, e: Entry) -> None:
+    def finish(self, e: Entry) -> None:
         """An acknowledged (or committed) delivery leaves its queue for good."""
         consumer = e.consumer
         if consumer is not None:
@@ -1012,7 +939,7 @@ class Broker:
         s = self._session(conn, req.session_id)
         return c.Released(corr=req.corr, delivery_ids=self._release(s, set(req.delivered)))
 
-    def _release(self, s: _Session, delivered: set[int]) -> list[int]:
+    def _release(self, s: Session, delivered: set[int]) -> list[int]:
         """Return every outstanding delivery of ``s`` to its queue (REL-10, REL-16)."""
         ids = sorted(s.outstanding)
         entries = [s.outstanding[i] for i in ids]
@@ -1077,12 +1004,12 @@ class Broker:
         s.tx_sends = []
         # On failure the deliveries stay outstanding: the client answers with ``Rollback``,
         # whose ``Released`` reply tells it which buffered deliveries to drop (TX-04, TX-06).
-        dups = [(self._dest(send.destination), send) for send in sends if send.duplicate_id]
+        dups = [(self.resolve(send.destination), send) for send in sends if send.duplicate_id]
         if dups:
             self._dedup.check_transaction(dups)  # PSF-09: a repeat drops the transaction
-        self._publish_all(
+        self.publish_all(
             conn,
-            ((self._dest(send.destination), send) for send in sends),
+            ((self.resolve(send.destination), send) for send in sends),
             "the transaction was rolled back",
         )
         for dest, send in dups:
@@ -1090,7 +1017,7 @@ class Broker:
         for did in req.delivered:
             e = s.outstanding.pop(did, None)
             if e is not None:
-                self._finish(e)
+                self.finish(e)
         return c.Ok(corr=req.corr)
 
     def _on_rollback(self, conn: BrokerConnection, req: c.Rollback) -> c.Reply:
@@ -1099,12 +1026,12 @@ class Broker:
         return c.Released(corr=req.corr, delivery_ids=self._release(s, set(req.delivered)))
 
     def _on_browse(self, conn: BrokerConnection, req: c.Browse) -> c.Reply:
-        dest = self._dest(req.destination)
+        dest = self.resolve(req.destination)
         if dest.is_topic:
             raise InvalidDestinationException(f"{dest} is a topic: browsers need a queue")
-        self._authorize(conn, "browse", dest)
+        self.authorize(conn, "browse", dest)
         self._check_temp_owner(conn, dest)
-        q = self._queue(dest)
+        q = self.queue(dest)
         selector = compile_selector(req.selector)
         now = self.clock.now_ms()
         after = req.after
@@ -1122,9 +1049,9 @@ class Broker:
             st = e.stored
             if st.expiration and st.expiration <= now:
                 continue
-            if selector is not None and not selector.matches(self._view(e)):
+            if selector is not None and not selector.matches(self.view(e)):
                 continue
-            out.append(self._data(e))
+            out.append(self.data(e))
         return c.BrowseResult(corr=req.corr, messages=out, after=last, done=done)
 
     def _on_create_temporary(self, conn: BrokerConnection, req: c.CreateTemporary) -> c.Reply:
@@ -1154,7 +1081,7 @@ class Broker:
         return c.Ok(corr=req.corr, value=str(dest))
 
     def _on_delete_temporary(self, conn: BrokerConnection, req: c.DeleteTemporary) -> c.Reply:
-        dest = self._dest(req.destination)
+        dest = self.resolve(req.destination)
         if dest not in conn.temporaries:
             if dest in self.queues or dest in self.topics:
                 raise IllegalStateException(f"{dest} can only be deleted by its own connection")
@@ -1234,14 +1161,14 @@ class Broker:
         q = self.queues[dest]
         entries = [*q.iter_ready(), *q.scheduled_entries()]
         for e in entries:
-            self._finish(e)
+            self.finish(e)
         return c.Ok(corr=req.corr, value=str(len(entries)))
 
     def _admin_dest(self, conn: BrokerConnection, text: str) -> Destination:
         """An existing queue or topic named by ``text`` (admin requests never create one) that
         ``conn``'s user may administer (the ``admin`` action of the authorizer)."""
         try:
-            dest = self._dest(text)
+            dest = self.resolve(text)
         except JMSException as exc:
             raise InvalidDestinationException(str(exc)) from exc
         auth = self.authorizer
@@ -1284,8 +1211,8 @@ class Broker:
             held += q.bytes
             subs.append(
                 c.SubscriptionStat(
-                    name=_subscription_name(sub),
-                    kind=_subscription_kind(sub),
+                    name=sub.name,
+                    kind=sub.kind,
                     depth=counts[0],
                     in_flight=counts[1],
                     consumers=len(q.consumers),
@@ -1342,7 +1269,7 @@ class Broker:
             if not progressed:
                 return
 
-    def _find(self, q: MessageQueue, consumer: _Consumer, now: int, groups: bool) -> Entry | None:
+    def _find(self, q: MessageQueue, consumer: Consumer, now: int, groups: bool) -> Entry | None:
         selector = consumer.selector
         expired: list[Entry] = []
         found = None
@@ -1358,7 +1285,7 @@ class Broker:
                     owner = q.groups.get(st.group_id)
                     if owner is not None and owner is not consumer:
                         continue
-                if selector is not None and not selector.matches(self._view(e)):
+                if selector is not None and not selector.matches(self.view(e)):
                     continue
                 found = e
                 break
@@ -1368,7 +1295,7 @@ class Broker:
             self._expire(e)
         return found
 
-    def _deliver(self, q: MessageQueue, consumer: _Consumer, e: Entry, groups: bool) -> None:
+    def _deliver(self, q: MessageQueue, consumer: Consumer, e: Entry, groups: bool) -> None:
         q.take(e)
         s = consumer.session
         conn = s.conn
@@ -1398,7 +1325,7 @@ class Broker:
                 c.Deliver(
                     consumer_id=consumer.id,
                     delivery_id=did,
-                    message=self._data(e),
+                    message=self.data(e),
                     delivery_count=e.count + 1,
                     expiration=st.expiration,
                 ),
@@ -1410,7 +1337,7 @@ class Broker:
         q = e.queue
         if e.state == GONE:
             return
-        self._finish(e)
+        self.finish(e)
         self.expired += 1
         target = q.policy.expiry_queue
         if target:
@@ -1419,7 +1346,7 @@ class Broker:
             )
 
     def _dead_letter(self, e: Entry, reason: str) -> None:
-        self._finish(e)
+        self.finish(e)
         self.dead_lettered += 1
         target = e.queue.policy.dead_letter_queue
         if target:
@@ -1429,7 +1356,7 @@ class Broker:
         self, e: Entry, target: str, extra: dict[str, str | int], clear_expiry: bool = False
     ) -> None:
         """Copy an entry's message into queue ``target`` with its origin recorded."""
-        msg = decode_message(self._data(e))
+        msg = decode_message(self.data(e))
         msg._properties["JMS_TernMQ_OriginalDestination"] = e.queue.name
         msg._property_types["JMS_TernMQ_OriginalDestination"] = T.STRING
         for k, v in extra.items():
@@ -1454,7 +1381,7 @@ class Broker:
         # it would lose a message silently (REL-08).
         self._enqueue(self._queue_any(target), stored, self.clock.now_ms())
 
-    def _data(self, e: Entry) -> bytes:
+    def data(self, e: Entry) -> bytes:
         """The encoded message of ``e``, read back from the store if it is paged out."""
         data = e.stored.data
         if data is None:
@@ -1463,18 +1390,18 @@ class Broker:
                 raise JMSException(f"message {e.seq} of {e.queue.name} is missing from the store")
         return data
 
-    def _view(self, e: Entry) -> Message:
+    def view(self, e: Entry) -> Message:
         """The decoded message of ``e`` for selectors (not cached while paged out)."""
         if e.stored.data is not None:
             return e.stored.view()
-        return decode_message(self._data(e))
+        return decode_message(self.data(e))
 
     def _queue_any(self, name: str) -> MessageQueue:
-        dest = self._dest(f"queue://{name}")
+        dest = self.resolve(f"queue://{name}")
         q = self.queues.get(dest)
         return q if q is not None else self._new_queue(dest)
 
-    def _arm_reaper(self, now: int) -> None:
+    def arm_reaper(self, now: int) -> None:
         """Make sure the reaper runs within ``expiry_scan_interval`` of ``now``."""
         if self._reaper_due is None:
             self._reaper_due = now + round(self.config.expiry_scan_interval * 1000)
@@ -1619,7 +1546,7 @@ class Broker:
             tx = self._staged.get(r.txid)
             if tx is None:
                 tx = self._staged[r.txid] = StagedTx(r.sink_id, r.batch_id, touched_ms=now)
-                self._arm_reaper(now)
+                self.arm_reaper(now)
             tx.sends.append(
                 c.StagedSend(
                     destination=r.destination,
@@ -1638,7 +1565,7 @@ class Broker:
             topic = destination(rec.topic)
             selector = compile_selector(rec.selector)
             q = self._durable_queue(rec.dest, rec.topic)
-            sub = _Subscription(
+            sub = Subscription(
                 (rec.client_id, rec.name),
                 topic,
                 rec.selector,
@@ -1687,7 +1614,7 @@ class Broker:
                 if m.delivery_time > now:
                     self._add_timer(m.delivery_time, q_or_none)
                 if m.expiration:
-                    self._arm_reaper(now)
+                    self.arm_reaper(now)
 
 
 def _queue_counts(q: MessageQueue) -> tuple[int, int, int, int]:
@@ -1697,21 +1624,6 @@ def _queue_counts(q: MessageQueue) -> tuple[int, int, int, int]:
     inflight = list(q.inflight.values())
     paged = sum(1 for e in (*ready, *scheduled, *inflight) if e.stored.data is None)
     return len(ready) + len(scheduled) + len(inflight), len(inflight), len(scheduled), paged
-
-
-def _subscription_kind(sub: _Subscription) -> c.SubscriptionKind:
-    if sub.durable:
-        return "shared_durable" if sub.shared else "durable"
-    return "shared" if sub.shared else "none"
-
-
-def _subscription_name(sub: _Subscription) -> str:
-    """``CLIENT_ID:NAME`` (or ``NAME``) for a named subscription; the internal queue name
-    of a plain consumer's subscription."""
-    if sub.key is None:
-        return sub.queue.key
-    client_id, name = sub.key
-    return f"{client_id}:{name}" if client_id else name
 
 
 def _without_deliveries(
