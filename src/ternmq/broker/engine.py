@@ -41,6 +41,7 @@ from ternmq.broker._records import (
     sub_store_key,
 )
 from ternmq.broker._sequenced import HANDLERS, SEQ_RESERVE_BLOCK, sweep_staged
+from ternmq.broker._stats import queue_stat, topic_stat
 from ternmq.broker.clock import Clock, SystemClock
 from ternmq.broker.config import BrokerConfig
 from ternmq.destination import Destination, TemporaryQueue, TemporaryTopic, destination
@@ -129,7 +130,7 @@ class Broker:
         # messages: taken back if the batch cannot be stored]].
         self._pending: collections.deque[list[Any]] = collections.deque()
         self._tokens = itertools.count(1)
-        self._to_page: list[Stored] = []
+        self._to_page: list[Entry] = []
         self._unstored: list[Entry] = []  # entries whose message this batch makes durable
         # Group commits reported by the store's thread, not yet applied: (tokens, error).
         self._completed: collections.deque[tuple[list[int], BaseException | None]] = (
@@ -810,9 +811,10 @@ class Broker:
                     f"{self.config.max_memory_bytes}): consume messages or raise the limit"
                 )
             paged = True  # PSF-07: kept on disk only, read back when it is delivered
-            self._to_page.append(stored)
         now = self.clock.now_ms()
         entries = [self._enqueue(q, stored, now, paged) for q in targets]
+        if paged:
+            self._to_page.extend(entries)  # their bytes leave memory once they are durable
         if stored.persistent:
             for q in targets:  # a loop, not any(generator): this runs once per message
                 if q.durable:
@@ -962,6 +964,7 @@ class Broker:
                 if limit != -1 and e.count >= limit:
                     self._dead_letter(e, f"delivery attempts reached max_delivery_attempts={limit}")
                     continue
+                q.redelivered += 1
                 delay = self._redelivery_delay(q, e.count)
                 if delay:
                     q.inflight.pop(e.seq, None)
@@ -1182,57 +1185,11 @@ class Broker:
         return dest
 
     def _stat(self, dest: Destination) -> c.DestinationStat:
-        if not dest.is_topic:
-            q = self.queues[dest]
-            depth, in_flight, scheduled, paged = _queue_counts(q)
-            return c.DestinationStat(
-                name=str(dest),
-                kind=dest.kind,
-                depth=depth,
-                in_flight=in_flight,
-                scheduled=scheduled,
-                consumers=len(q.consumers),
-                enqueued=q.enqueued,
-                dequeued=q.dequeued,
-                memory_bytes=q.bytes,
-                paged=paged,
-                duplicates=self._dedup.duplicates(dest),
-            )
-        totals = [0, 0, 0, 0]
-        subs: list[c.SubscriptionStat] = []
-        enqueued = dequeued = consumers = held = 0
-        for sub in self.topics.get(dest, []):
-            q = sub.queue
-            counts = _queue_counts(q)
-            totals = [a + b for a, b in zip(totals, counts)]
-            enqueued += q.enqueued
-            dequeued += q.dequeued
-            consumers += len(q.consumers)
-            held += q.bytes
-            subs.append(
-                c.SubscriptionStat(
-                    name=sub.name,
-                    kind=sub.kind,
-                    depth=counts[0],
-                    in_flight=counts[1],
-                    consumers=len(q.consumers),
-                )
-            )
-        subs.sort(key=lambda s: s.name)
-        return c.DestinationStat(
-            name=str(dest),
-            kind=dest.kind,
-            depth=totals[0],
-            in_flight=totals[1],
-            scheduled=totals[2],
-            consumers=consumers,
-            enqueued=enqueued,
-            dequeued=dequeued,
-            memory_bytes=held,
-            paged=totals[3],
-            subscriptions=subs,
-            duplicates=self._dedup.duplicates(dest),
-        )
+        """The figures of one destination, read from its counters (``_stats.py``)."""
+        duplicates = self._dedup.duplicates(dest)
+        if dest.is_topic:
+            return topic_stat(dest, self.topics.get(dest, []), duplicates)
+        return queue_stat(dest, self.queues[dest], duplicates)
 
     _handlers: dict[type, Callable[[Broker, BrokerConnection, Any], c.Reply | None]] = {}
 
@@ -1339,6 +1296,7 @@ class Broker:
             return
         self.finish(e)
         self.expired += 1
+        q.expired += 1
         target = q.policy.expiry_queue
         if target:
             self._divert(
@@ -1348,7 +1306,9 @@ class Broker:
     def _dead_letter(self, e: Entry, reason: str) -> None:
         self.finish(e)
         self.dead_lettered += 1
-        target = e.queue.policy.dead_letter_queue
+        q = e.queue
+        q.dead_lettered += 1
+        target = q.policy.dead_letter_queue
         if target:
             self._divert(e, target, {"JMS_TernMQ_DeadLetterReason": reason})
 
@@ -1476,9 +1436,12 @@ class Broker:
         while pending and pending[0][1]:
             _, _, error, out, to_page, unstored = pending.popleft()
             if error is None:
-                for stored in to_page:  # durable now: drop the bytes from memory (PSF-07)
+                for e in to_page:  # durable now: drop the bytes from memory (PSF-07)
+                    stored = e.stored
                     stored.data = None
                     stored._view = None
+                    if e.state != GONE:
+                        e.queue.paged += 1
             else:
                 out = self._take_back(unstored, error, out)
                 took_back = True
@@ -1615,15 +1578,6 @@ class Broker:
                     self._add_timer(m.delivery_time, q_or_none)
                 if m.expiration:
                     self.arm_reaper(now)
-
-
-def _queue_counts(q: MessageQueue) -> tuple[int, int, int, int]:
-    """(held, in flight, scheduled, paged out) messages of one queue or subscription."""
-    ready = list(q.iter_ready())
-    scheduled = q.scheduled_entries()
-    inflight = list(q.inflight.values())
-    paged = sum(1 for e in (*ready, *scheduled, *inflight) if e.stored.data is None)
-    return len(ready) + len(scheduled) + len(inflight), len(inflight), len(scheduled), paged
 
 
 def _without_deliveries(
