@@ -30,6 +30,7 @@ import msgspec
 
 from ternmq._version import __version__
 from ternmq.broker._dedup import DuplicateIds
+from ternmq.broker._gate import Output, OutputGate, fail_replies, without_deliveries
 from ternmq.broker._queue import GONE, INFLIGHT, Entry, MessageQueue, Stored
 from ternmq.broker._records import (
     BrokerConnection,
@@ -125,11 +126,11 @@ class Broker:
         self._conn_ids = itertools.count(1)
         self._temp_ids = itertools.count(1)
         self._ops: list[Op] = []
-        # Output waiting for store batches: [token, done, error, [(conn, command), ...],
-        # [messages to page out once the batch is durable], [entries of its PERSISTENT
-        # messages: taken back if the batch cannot be stored]].
-        self._pending: collections.deque[list[Any]] = collections.deque()
-        self._tokens = itertools.count(1)
+        # Output waiting for store batches, released in order (_gate.py); _flush holds the
+        # gate's queue and token counter itself (it runs per request).
+        self._gate = OutputGate(self._take_back)
+        self._pending = self._gate.pending
+        self._tokens = self._gate.tokens
         self._to_page: list[Entry] = []
         self._unstored: list[Entry] = []  # entries whose message this batch makes durable
         # Group commits reported by the store's thread, not yet applied: (tokens, error).
@@ -193,23 +194,7 @@ class Broker:
         completed = self._completed
         if not completed:
             return
-        # One pass over the pending output for every report queued so far: tokens are
-        # increasing in both (batches are reported in submission order), and most reports
-        # complete the oldest groups, so the pass usually stops after the report's groups.
-        results: dict[int, BaseException | None] = {}
-        while completed:
-            tokens, error = completed.popleft()
-            for token in tokens:
-                results[token] = error
-        left = len(results)
-        for group in self._pending:
-            token = group[0]
-            if token in results:
-                group[1] = True
-                group[2] = results[token]
-                left -= 1
-                if not left:
-                    break
+        self._gate.mark(completed)
         self._release_done()
 
     # The engine's state as its side modules see it (``_ports.SequencedEngine``).
@@ -302,8 +287,7 @@ class Broker:
             self._out.append((conn, c.ConnectionFailed(message="the broker stopped")))
         self._flush()
         self.store.close()  # writes what is queued; its completions are posted to us
-        for group in self._pending:
-            group[1] = True
+        self._gate.mark_all()
         self._release_done()
 
     def drop_connection(self, conn: BrokerConnection) -> None:
@@ -1431,33 +1415,18 @@ class Broker:
                 conn.emit(cmd)
 
     def _release_done(self) -> None:
-        pending = self._pending
-        took_back = False
-        while pending and pending[0][1]:
-            _, _, error, out, to_page, unstored = pending.popleft()
-            if error is None:
-                for e in to_page:  # durable now: drop the bytes from memory (PSF-07)
-                    stored = e.stored
-                    stored.data = None
-                    stored._view = None
-                    if e.state != GONE:
-                        e.queue.paged += 1
-            else:
-                out = self._take_back(unstored, error, out)
-                took_back = True
-            for conn, cmd in out:
-                conn.emit(cmd)
-        if took_back and self.connections:  # deliveries of other messages, in their place
-            self._flush()
+        """Emit the output whose store batches are done, in order (``_gate.py``)."""
+        if self._gate.release() and self.connections:
+            self._flush()  # deliveries of other messages, in their place
 
     def _take_back(
         self,
         unstored: list[Entry],
         error: BaseException,
-        out: list[tuple[BrokerConnection, c.Command]],
-    ) -> list[tuple[BrokerConnection, c.Command]]:
+        out: Output,
+    ) -> Output:
         """A store batch failed: the PERSISTENT messages it was to make durable were never
-        accepted (their senders get errors, ``_fail_replies``), so they leave their queues,
+        accepted (their senders get errors, ``fail_replies``), so they leave their queues,
         and deliveries of them that have not left the broker yet are taken back (from this
         batch's output and from every later batch's), their consumers' credit restored."""
         dropped: set[tuple[int, int]] = set()  # (id of the connection, delivery id)
@@ -1478,11 +1447,10 @@ class Broker:
             e.queue.remove(e)
             self.total_bytes -= e.held
         if dropped:
-            out = _without_deliveries(out, dropped)
-            for group in self._pending:
-                group[3] = _without_deliveries(group[3], dropped)
+            out = without_deliveries(out, dropped)
+            self._gate.drop_deliveries(dropped)
             self._dispatch_dirty()
-        return _fail_replies(out, error)
+        return fail_replies(out, error)
 
     def _forget_duplicate_id(self, stored: Stored) -> None:
         """A PERSISTENT message that the store failed to keep: if it carried a duplicate id,
@@ -1578,30 +1546,6 @@ class Broker:
                     self._add_timer(m.delivery_time, q_or_none)
                 if m.expiration:
                     self.arm_reaper(now)
-
-
-def _without_deliveries(
-    out: list[tuple[BrokerConnection, c.Command]], dropped: set[tuple[int, int]]
-) -> list[tuple[BrokerConnection, c.Command]]:
-    """``out`` without the ``Deliver`` commands of ``dropped`` (connection id, delivery id)."""
-    return [
-        (conn, cmd)
-        for conn, cmd in out
-        if not (type(cmd) is c.Deliver and (id(conn), cmd.delivery_id) in dropped)
-    ]
-
-
-def _fail_replies(
-    out: list[tuple[BrokerConnection, c.Command]], error: BaseException
-) -> list[tuple[BrokerConnection, c.Command]]:
-    """Turn the replies of a batch that could not be stored into errors."""
-    text = f"store failure: the broker could not make this durable: {error}"
-    return [
-        (conn, c.Error(corr=cmd.corr, kind="JMSException", message=text))
-        if isinstance(cmd, (c.Ok, c.Released)) and cmd.corr
-        else (conn, cmd)
-        for conn, cmd in out
-    ]
 
 
 Broker._handlers = {
