@@ -10,6 +10,8 @@ its private members, and never import ``engine.py`` (the engine imports them):
   cumulative acknowledgement, staged publishing) needs: destination lookup and permission
   checks, a message's bytes, settling an entry, routing a batch, and the staged-transaction
   state it keeps on the engine.
+- :class:`RecoveringEngine` is what recovery (``_recover.py``) needs to rebuild queues,
+  durable subscriptions and staged transactions when the engine starts.
 
 A protocol lists exactly what its module uses; growing one is a design decision, visible in
 review.
@@ -29,7 +31,7 @@ from ternmq.message import Message
 from ternmq.protocol import commands as c
 from ternmq.store import Op
 
-__all__ = ["SequencedEngine"]
+__all__ = ["RecoveringEngine", "SequencedEngine"]
 
 _SendT = TypeVar("_SendT", c.Send, c.StagedSend)
 
@@ -157,4 +159,53 @@ class SequencedEngine(Protocol):
         Raises:
             TransactionRolledBackException: one could not be routed (``failure: reason``).
         """
+        ...
+
+
+class RecoveringEngine(Protocol):
+    """The engine as recovery (``_recover.py``) sees it, when it starts."""
+
+    staged_bytes: int  # message bytes of staged transactions
+    total_bytes: int  # message bytes held in memory by every destination
+    recovered: dict[str, int]  # what recovery found, for the host's log
+
+    @property
+    def clock(self) -> Clock:
+        """The engine's time source."""
+        ...
+
+    @property
+    def queues(self) -> dict[Destination, MessageQueue]:
+        """Queues by destination."""
+        ...
+
+    @property
+    def topics(self) -> dict[Destination, list[Subscription]]:
+        """The subscriptions of every topic."""
+        ...
+
+    @property
+    def durable(self) -> dict[tuple[str | None, str], Subscription]:
+        """Durable subscriptions by (client id, name)."""
+        ...
+
+    @property
+    def staged(self) -> dict[str, StagedTx]:
+        """Staged transactions by txid."""
+        ...
+
+    def new_queue(self, dest: Destination, owner: BrokerConnection | None = None) -> MessageQueue:
+        """Create queue ``dest`` (durable unless temporary) and register it."""
+        ...
+
+    def durable_queue(self, key: str, name: str) -> MessageQueue:
+        """A new durable queue or subscription queue, its positions above the reserved ones."""
+        ...
+
+    def add_timer(self, due: int, q: MessageQueue | None) -> None:
+        """Have the engine act at ``due`` (epoch ms): promote ``q``'s scheduled messages."""
+        ...
+
+    def arm_reaper(self, now: int) -> None:
+        """Make sure the reaper runs within ``expiry_scan_interval`` of ``now``."""
         ...

@@ -41,6 +41,7 @@ from ternmq.broker._records import (
     Subscription,
     sub_store_key,
 )
+from ternmq.broker._recover import recover
 from ternmq.broker._sequenced import HANDLERS, SEQ_RESERVE_BLOCK, sweep_staged
 from ternmq.broker._stats import queue_stat, topic_stat
 from ternmq.broker.clock import Clock, SystemClock
@@ -170,7 +171,7 @@ class Broker:
         for name in self.config.queues:  # after recovery: positions continue from the store
             dest = destination(f"queue://{name}")
             if dest not in self.queues:
-                self._new_queue(dest)
+                self.new_queue(dest)
         for name in self.config.topics:
             self.topics.setdefault(destination(f"topic://{name}"), [])
 
@@ -299,6 +300,11 @@ class Broker:
 
     # ------------------------------------------------------------------ destinations
     def resolve(self, text: str) -> Destination:
+        """The destination named by ``text`` (parsed once, then cached).
+
+        Raises:
+            JMSException: ``text`` is not a destination.
+        """
         d = self._dest_cache.get(text)
         if d is None:
             d = destination(text)
@@ -306,17 +312,19 @@ class Broker:
                 self._dest_cache[text] = d
         return d
 
-    def _new_queue(self, dest: Destination, owner: BrokerConnection | None = None) -> MessageQueue:
+    def new_queue(self, dest: Destination, owner: BrokerConnection | None = None) -> MessageQueue:
+        """Create queue ``dest`` (durable unless temporary; ``owner``: the connection that
+        owns a temporary one) and register it."""
         text = str(dest)
         if dest.is_temporary:
             q = MessageQueue(text, False, self.config.policy_for(text), text)
         else:
-            q = self._durable_queue(text, text)
+            q = self.durable_queue(text, text)
         q.owner = owner
         self.queues[dest] = q
         return q
 
-    def _durable_queue(self, key: str, name: str) -> MessageQueue:
+    def durable_queue(self, key: str, name: str) -> MessageQueue:
         """A new durable queue or subscription queue: its positions continue above what the
         store says it reserved before (monotonic across restarts and re-creation)."""
         q = MessageQueue(key, True, self.config.policy_for(name), name)
@@ -324,6 +332,12 @@ class Broker:
         return q
 
     def queue(self, dest: Destination, create: bool = True) -> MessageQueue:
+        """Queue ``dest``, auto-created when ``create`` and the config allow it.
+
+        Raises:
+            InvalidDestinationException: it does not exist and may not be created (or is a
+                deleted temporary queue).
+        """
         q = self.queues.get(dest)
         if q is not None:
             return q
@@ -333,7 +347,7 @@ class Broker:
             raise InvalidDestinationException(
                 f"{dest} does not exist and auto-creation is off: declare it in the broker config"
             )
-        return self._new_queue(dest)
+        return self.new_queue(dest)
 
     def _topic(self, dest: Destination) -> list[Subscription]:
         subs = self.topics.get(dest)
@@ -359,7 +373,11 @@ class Broker:
     def authorize(self, conn: BrokerConnection, action: str, dest: Destination) -> None:
         """Refuse ``action`` on ``dest`` unless the authorizer allows it (EXC-06); a request
         that would auto-create ``dest`` needs ``create`` too. Temporary destinations belong
-        to their connection and are not checked."""
+        to their connection and are not checked.
+
+        Raises:
+            JMSSecurityException: the authorizer refused.
+        """
         authorizer = self.authorizer
         if authorizer is None or dest.is_temporary:
             return
@@ -377,7 +395,12 @@ class Broker:
                 )
 
     def stamp_user(self, conn: BrokerConnection, req: _SendT) -> _SendT:
-        """JMSXUserID is the connection's user, whatever the client put there (PROP-23)."""
+        """``req`` with JMSXUserID set to the connection's user, whatever the client put
+        there (PROP-23); removed for an anonymous connection.
+
+        Raises:
+            JMSException: the message does not decode.
+        """
         msg = decode_message(req.message)
         if conn.user is None:
             if "JMSXUserID" not in msg._properties:
@@ -577,7 +600,7 @@ class Broker:
             self._delete_subscription(sub)
         self.authorize(conn, "create", topic)  # a new durable subscription (EXC-06)
         store_key = sub_store_key(conn.client_id, name, shared)
-        q = self._durable_queue(store_key, str(topic))
+        q = self.durable_queue(store_key, str(topic))
         sub = Subscription(
             key, topic, sel_text, selector, no_local, True, shared, conn.client_id, conn, q
         )
@@ -703,7 +726,14 @@ class Broker:
         """Everything a message must pass before it is accepted (sent or staged): its size,
         its priority, a parsable destination that exists (or may be auto-created) and the
         ``send`` permission; ``dest_ok`` skips the destination checks (already done for this
-        destination text in the same request)."""
+        destination text in the same request).
+
+        Raises:
+            ResourceAllocationException: the message is larger than ``max_message_bytes``.
+            InvalidDestinationException: the destination does not parse or does not exist.
+            JMSSecurityException: the user may not send there.
+            JMSException: the priority is outside 0..9.
+        """
         size = len(req.message)
         if size > self.config.max_message_bytes:
             raise ResourceAllocationException(
@@ -729,7 +759,7 @@ class Broker:
         timeout = self.config.policy_for(str(dest)).block_timeout
         deadline = self.clock.now_ms() + round(timeout * 1000)
         self._blocked.append((deadline, conn, dest, req))
-        self._add_timer(deadline, None)
+        self.add_timer(deadline, None)
 
     def _unblock(self, now: int) -> None:
         """Retry held sends in arrival order; fail those past their deadline."""
@@ -813,7 +843,11 @@ class Broker:
     ) -> int:
         """Route every message or none (TX-02): on a failure take back what was enqueued and
         the store operations of this request, and raise TransactionRolledBackException
-        (``failure: reason``). Returns how many were routed."""
+        (``failure: reason``). Returns how many were routed.
+
+        Raises:
+            TransactionRolledBackException: a message could not be routed; nothing was.
+        """
         added: list[Entry] = []
         self._tx_added = added
         n = 0
@@ -880,14 +914,16 @@ class Broker:
                 )
             )
         if stored.delivery_time > now:
-            self._add_timer(stored.delivery_time, q)
+            self.add_timer(stored.delivery_time, q)
         else:
             self._dirty.add(q)
         if stored.expiration:
             self.arm_reaper(now)
         return e
 
-    def _add_timer(self, due: int, q: MessageQueue | None) -> None:
+    def add_timer(self, due: int, q: MessageQueue | None) -> None:
+        """Have :meth:`tick` act at ``due`` (epoch ms): promote ``q``'s due scheduled
+        messages, or (``q`` None) retry blocked sends."""
         heapq.heappush(self._timers, (due, next(self._timer_seq), q))
 
     def _on_ack(self, conn: BrokerConnection, req: c.Ack) -> c.Reply:
@@ -955,7 +991,7 @@ class Broker:
                     e.consumer = None
                     e.session = None
                     q.schedule(e, now + delay)
-                    self._add_timer(now + delay, q)
+                    self.add_timer(now + delay, q)
                     continue
                 q.give_back(e)
             else:
@@ -1064,7 +1100,7 @@ class Broker:
             conn.temporaries[dest] = None
         else:
             dest = TemporaryQueue(name)
-            conn.temporaries[dest] = self._new_queue(dest, conn)
+            conn.temporaries[dest] = self.new_queue(dest, conn)
         return c.Ok(corr=req.corr, value=str(dest))
 
     def _on_delete_temporary(self, conn: BrokerConnection, req: c.DeleteTemporary) -> c.Reply:
@@ -1326,7 +1362,11 @@ class Broker:
         self._enqueue(self._queue_any(target), stored, self.clock.now_ms())
 
     def data(self, e: Entry) -> bytes:
-        """The encoded message of ``e``, read back from the store if it is paged out."""
+        """The encoded message of ``e``, read back from the store if it is paged out.
+
+        Raises:
+            JMSException: a paged-out message is missing from the store.
+        """
         data = e.stored.data
         if data is None:
             data = self.store.read_message(e.queue.key, e.seq)
@@ -1335,7 +1375,11 @@ class Broker:
         return data
 
     def view(self, e: Entry) -> Message:
-        """The decoded message of ``e`` for selectors (not cached while paged out)."""
+        """The decoded message of ``e`` for selectors (not cached while paged out).
+
+        Raises:
+            JMSException: a paged-out message is missing from the store.
+        """
         if e.stored.data is not None:
             return e.stored.view()
         return decode_message(self.data(e))
@@ -1343,7 +1387,7 @@ class Broker:
     def _queue_any(self, name: str) -> MessageQueue:
         dest = self.resolve(f"queue://{name}")
         q = self.queues.get(dest)
-        return q if q is not None else self._new_queue(dest)
+        return q if q is not None else self.new_queue(dest)
 
     def arm_reaper(self, now: int) -> None:
         """Make sure the reaper runs within ``expiry_scan_interval`` of ``now``."""
@@ -1466,86 +1510,14 @@ class Broker:
             self._dedup.forget(str(view.jms_destination), dup_id)
 
     def _recover(self) -> None:
-        """Rebuild durable subscriptions and persistent messages from the store (REL-09)."""
+        """Rebuild durable subscriptions and persistent messages from the store (REL-09):
+        positions, sinks and duplicate ids here, the rest in ``_recover.py``."""
         # A disk store recovers an index only: bodies stay on disk until delivered (PSF-07).
         state = self.store.load(with_data=self.store.synchronous)
-        now = self.clock.now_ms()
         self._reserved = dict(state.sequences)
         self._sinks = dict(state.sinks)
         self._dedup.restore(state.duplicate_ids)
-        for r in state.staged:
-            tx = self._staged.get(r.txid)
-            if tx is None:
-                tx = self._staged[r.txid] = StagedTx(r.sink_id, r.batch_id, touched_ms=now)
-                self.arm_reaper(now)
-            tx.sends.append(
-                c.StagedSend(
-                    destination=r.destination,
-                    message=r.data,
-                    persistent=r.persistent,
-                    priority=r.priority,
-                    expiration=r.expiration,
-                    delivery_time=r.delivery_time,
-                    group_id=r.group_id,
-                    group_seq=r.group_seq,
-                )
-            )
-            tx.bytes += len(r.data)
-            self.staged_bytes += len(r.data)
-        for rec in state.subscriptions:
-            topic = destination(rec.topic)
-            selector = compile_selector(rec.selector)
-            q = self._durable_queue(rec.dest, rec.topic)
-            sub = Subscription(
-                (rec.client_id, rec.name),
-                topic,
-                rec.selector,
-                selector,
-                rec.no_local,
-                True,
-                rec.shared,
-                rec.client_id,
-                None,
-                q,
-            )
-            self.durable[(rec.client_id, rec.name)] = sub
-            self.topics.setdefault(topic, []).append(sub)
-        self.recovered = {
-            "subscriptions": len(state.subscriptions),
-            "destinations": len(state.messages),
-            "messages": sum(len(m) for m in state.messages.values()),
-            "scheduled": sum(
-                1 for m in state.messages.values() for r in m if r.delivery_time > now
-            ),
-            "redelivered": sum(
-                1 for m in state.messages.values() for r in m if r.delivery_count > 0
-            ),
-            "staged transactions": len(self._staged),
-        }
-        by_key = {sub.queue.key: sub.queue for sub in self.durable.values()}
-        for key, msgs in state.messages.items():
-            q_or_none = by_key.get(key)
-            if q_or_none is None:
-                if not key.startswith("queue://"):
-                    continue
-                dest = destination(key)
-                q_or_none = self.queues.get(dest) or self._new_queue(dest)
-            for m in msgs:
-                stored = Stored(
-                    m.data,
-                    True,
-                    m.priority,
-                    m.expiration,
-                    m.delivery_time,
-                    m.group_id,
-                    size=m.size,
-                )
-                e = q_or_none.add(stored, now, count=m.delivery_count, seq=m.seq)
-                self.total_bytes += e.held
-                if m.delivery_time > now:
-                    self._add_timer(m.delivery_time, q_or_none)
-                if m.expiration:
-                    self.arm_reaper(now)
+        recover(self, state)
 
 
 Broker._handlers = {
