@@ -326,3 +326,16 @@ def _calls_of_stat(held: int) -> int:
 def test_reading_stats_touches_no_message() -> None:
     """A stat costs the same calls for a destination of 4 messages as for one of 400."""
     assert _calls_of_stat(4) == _calls_of_stat(400)
+
+
+def test_the_hosts_read_the_same_figures() -> None:
+    """``Broker.stats()`` (for the HTTP API and metrics) shows what ``Stat`` shows."""
+    broker = _engine()
+    client = _client(broker)
+    client.send("queue://b", 2)
+    client.send("queue://a", 1)
+    client.request(c.CreateConsumer(session_id=1, consumer_id=1, destination="topic://t"))
+    reply = client.request(c.Stat())
+    assert isinstance(reply, c.StatResult)
+    assert broker.stats() == reply.destinations
+    assert [d.name for d in broker.stats()] == ["queue://a", "queue://b", "topic://t"]
