@@ -16,6 +16,14 @@ admit it at publish time (SUB-01, SUB-03, SUB-07). An acknowledged delivery is r
 good; a released one goes back to its place (REL-16), counted as a delivery attempt only if the
 client handed it to the application (JMSXDeliveryCount, REL-10), and is dead-lettered after
 ``max_delivery_attempts`` (PSF-01).
+
+This module is the state machine itself: dispatch, publish and release, with the request
+handlers around them. What depends only downwards lives beside it: the records of
+connections, sessions, consumers and subscriptions (``_records.py``), the queues and their
+counters (``_queue.py``), the ordered output gate behind store batches (``_gate.py``), the
+figures of ``Stat`` (``_stats.py``), recovery at start (``_recover.py``), duplicate ids
+(``_dedup.py``) and sequence access (``_sequenced.py``). The side modules that act on the
+engine see it through the named protocols of ``_ports.py`` and never import this module.
 """
 
 from __future__ import annotations
