@@ -392,6 +392,26 @@ def _stat_dict(d: DestinationStat) -> dict[str, object]:
     return out
 
 
+# The counter columns of ``ternmq stat`` (heading, DestinationStat field), in order; a
+# subscription row fills the first three (depth, in flight, consumers).
+_STAT_COLUMNS = (
+    ("depth", "depth"),
+    ("in-flight", "in_flight"),
+    ("consumers", "consumers"),
+    ("enqueued", "enqueued"),
+    ("dequeued", "dequeued"),
+    ("paged", "paged"),
+    ("duplicates", "duplicates"),
+)
+_STAT_WIDE_COLUMNS = (
+    ("scheduled", "scheduled"),
+    ("memory", "memory_bytes"),
+    ("expired", "expired"),
+    ("dead-lettered", "dead_lettered"),
+    ("redelivered", "redelivered"),
+)
+
+
 def _cmd_stat(args: argparse.Namespace) -> int:
     from ternmq.client import _admin
 
@@ -401,46 +421,15 @@ def _cmd_stat(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([_stat_dict(d) for d in stats], indent=2))
         return 0
-    header = (
-        "destination",
-        "kind",
-        "depth",
-        "in-flight",
-        "consumers",
-        "enqueued",
-        "dequeued",
-        "paged",
-        "duplicates",
-    )
+    # (heading, field) of every counter column; --wide adds the rest of the counters.
+    columns = _STAT_COLUMNS + (_STAT_WIDE_COLUMNS if args.wide else ())
+    header = ("destination", "kind", *(heading for heading, _ in columns))
     rows: list[tuple[str, ...]] = [header]
     for d in stats:
-        rows.append(
-            (
-                d.name,
-                d.kind,
-                str(d.depth),
-                str(d.in_flight),
-                str(d.consumers),
-                str(d.enqueued),
-                str(d.dequeued),
-                str(d.paged),
-                str(d.duplicates),
-            )
-        )
+        rows.append((d.name, d.kind, *(str(getattr(d, field)) for _, field in columns)))
         for s in d.subscriptions:
-            rows.append(
-                (
-                    f"  sub {s.name}",
-                    s.kind,
-                    str(s.depth),
-                    str(s.in_flight),
-                    str(s.consumers),
-                    "",
-                    "",
-                    "",
-                    "",
-                )
-            )
+            row = (f"  sub {s.name}", s.kind, str(s.depth), str(s.in_flight), str(s.consumers))
+            rows.append(row + ("",) * (len(header) - len(row)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     for r in rows:
         cells = [r[0].ljust(widths[0]), r[1].ljust(widths[1])]
@@ -777,6 +766,11 @@ def _add_client_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     p = sub.add_parser("stat", parents=[common], help="show destinations and their counters")
     p.add_argument("destination", metavar="DEST", nargs="?", help="only this destination")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="add columns: scheduled, memory bytes, expired, dead-lettered, redelivered",
+    )
 
     p = sub.add_parser("purge", parents=[common], help="remove the waiting messages of a queue")
     p.add_argument("destination", metavar="DEST", help="queue://NAME")

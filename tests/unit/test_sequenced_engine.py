@@ -85,13 +85,13 @@ def test_a_large_commit_pauses_the_garbage_collector_and_restores_it(
     and leaves it as it found it (enabled or not), also when the commit fails."""
     monkeypatch.setattr(_sequenced, "GC_PAUSE_MESSAGES", 2)
     seen: list[bool] = []
-    publish_all = Broker._publish_all
+    publish_all = Broker.publish_all
 
     def spy(self: Broker, *args: Any) -> int:
         seen.append(gc.isenabled())
         return publish_all(self, *args)
 
-    monkeypatch.setattr(Broker, "_publish_all", spy)
+    monkeypatch.setattr(Broker, "publish_all", spy)
     was = gc.isenabled()
     if not enabled:
         gc.disable()

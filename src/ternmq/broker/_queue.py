@@ -13,6 +13,15 @@ kept in ten insertion-ordered maps, one per priority (JMS 2.0 §3.4.10: higher f
 within a priority, REL-21). An entry that comes back (rollback, recover, close) is put back at
 its original place by sequence number (REL-16). Scheduled entries wait in a heap keyed by due
 time; entries with an expiration are also indexed in a heap for the reaper (PSF-05).
+
+Counters
+--------
+A queue is its own :class:`Counters` (a slotted base class, so that the per-message paths
+count with an integer add on an attribute they already touch, not through one more object):
+the figures of ``ternmq stat``, the HTTP API and Prometheus, kept as events happen and read
+in O(1) (``_stats.py``). This module counts what happens inside a queue (enqueued, dequeued,
+ready, scheduled, paged, bytes); the engine counts what only it knows (expired,
+dead-lettered, redelivered).
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ from ternmq.broker.config import DestinationPolicy
 if TYPE_CHECKING:
     from ternmq.message import Message
 
-__all__ = ["Entry", "MessageQueue", "Stored"]
+__all__ = ["Counters", "Entry", "MessageQueue", "Stored"]
 
 SCHEDULED, READY, INFLIGHT, GONE = range(4)
 
@@ -121,7 +130,57 @@ class Entry:
         return self.seq < other.seq
 
 
-class MessageQueue:
+class Counters:
+    """The counters of one queue or subscription, kept as events happen (O(1) to read).
+
+    Each maps one-to-one to a per-destination metric (``SERVER.md``, "HTTP"):
+
+    - ``enqueued``: messages it took (sent, diverted, or recovered at start);
+      ``ternmq_destination_enqueued_total``.
+    - ``dequeued``: messages that left it for good: acknowledged, expired, dead-lettered or
+      purged; ``ternmq_destination_dequeued_total``.
+    - ``expired``: messages that expired while held here (PSF-05);
+      ``ternmq_destination_expired_total``.
+    - ``dead_lettered``: messages dead-lettered after ``max_delivery_attempts`` (PSF-01);
+      ``ternmq_destination_dead_lettered_total``.
+    - ``redelivered``: deliveries the application saw that came back for redelivery
+      (rollback, recover, closed session or lost connection; REL-10);
+      ``ternmq_destination_redelivered_total``.
+    - ``ready_count``, ``scheduled_count``: messages waiting for a consumer, and waiting for
+      their delivery time; with the in-flight ones they make the depth
+      (``ternmq_destination_messages``).
+    - ``paged``: held messages whose bytes are on disk only (PSF-07).
+    - ``bytes``: message bytes held in memory (``ternmq_destination_memory_bytes``).
+
+    In flight and consumers are the sizes of the queue's ``inflight`` map and ``consumers``
+    list; duplicates dropped are counted by the destination's duplicate-id cache.
+    """
+
+    __slots__ = (
+        "bytes",
+        "dead_lettered",
+        "dequeued",
+        "enqueued",
+        "expired",
+        "paged",
+        "ready_count",
+        "redelivered",
+        "scheduled_count",
+    )
+
+    def __init__(self) -> None:
+        self.enqueued = 0
+        self.dequeued = 0
+        self.expired = 0
+        self.dead_lettered = 0
+        self.redelivered = 0
+        self.ready_count = 0
+        self.scheduled_count = 0
+        self.paged = 0
+        self.bytes = 0
+
+
+class MessageQueue(Counters):
     """Messages of one queue or subscription, in dispatch order.
 
     Args:
@@ -131,7 +190,27 @@ class MessageQueue:
         name: the destination text shown in dead-letter and expiry records.
     """
 
+    __slots__ = (
+        "_ready",
+        "consumers",
+        "deleted",
+        "durable",
+        "expiring",
+        "groups",
+        "has_groups",
+        "inflight",
+        "key",
+        "last_seq",
+        "name",
+        "owner",
+        "policy",
+        "reserved",
+        "rr",
+        "scheduled",
+    )
+
     def __init__(self, key: str, durable: bool, policy: DestinationPolicy, name: str) -> None:
+        super().__init__()
         self.key = key
         self.name = name
         self.durable = durable
@@ -139,17 +218,13 @@ class MessageQueue:
         self.last_seq = 0
         self.reserved = 0  # positions reserved in the store (durable queues, _sequenced.py)
         self._ready: list[OrderedDict[int, Entry]] = [OrderedDict() for _ in range(10)]
-        self.ready_count = 0
         self.scheduled: list[tuple[int, int, Entry]] = []
         self.expiring: list[tuple[int, int, Entry]] = []
         self.inflight: dict[int, Entry] = {}
-        self.bytes = 0
         self.consumers: list[Any] = []
         self.rr = 0
         self.groups: dict[str, Any] = {}
         self.has_groups = False
-        self.enqueued = 0
-        self.dequeued = 0
         self.deleted = False
         self.owner: Any = None  # the connection owning a temporary destination
 
@@ -157,7 +232,7 @@ class MessageQueue:
     @property
     def depth(self) -> int:
         """Messages held: waiting, scheduled and in flight."""
-        return self.ready_count + len(self.scheduled_entries()) + len(self.inflight)
+        return self.ready_count + self.scheduled_count + len(self.inflight)
 
     def scheduled_entries(self) -> list[Entry]:
         """Entries still waiting for their delivery time."""
@@ -176,8 +251,13 @@ class MessageQueue:
         else:
             self.last_seq = max(self.last_seq, seq)
         entry = Entry(seq, stored, self, count)
-        entry.held = (stored.size if stored.data is not None else 0) if held is None else held
-        self.bytes += entry.held
+        if held is None:
+            held = stored.size if stored.data is not None else 0
+        entry.held = held
+        if held:
+            self.bytes += held
+        elif stored.data is None:  # only a message without bytes in memory holds none
+            self.paged += 1
         self.enqueued += 1
         if stored.group_id is not None:
             self.has_groups = True
@@ -185,6 +265,7 @@ class MessageQueue:
             heapq.heappush(self.expiring, (stored.expiration, seq, entry))
         if stored.delivery_time > now:
             heapq.heappush(self.scheduled, (stored.delivery_time, seq, entry))
+            self.scheduled_count += 1
         elif new:  # the highest sequence number yet: the end of its priority's order
             entry.state = READY
             self._ready[stored.priority][seq] = entry
@@ -197,6 +278,7 @@ class MessageQueue:
         """Hold a returned entry until ``due`` (redelivery delay, PSF-02)."""
         entry.state = SCHEDULED
         heapq.heappush(self.scheduled, (due, entry.seq, entry))
+        self.scheduled_count += 1
 
     def _make_ready(self, entry: Entry) -> None:
         entry.state = READY
@@ -223,6 +305,7 @@ class MessageQueue:
             if entry.state == SCHEDULED:
                 self._make_ready(entry)
                 n += 1
+        self.scheduled_count -= n
         return n
 
     def next_due(self) -> int | None:
@@ -259,8 +342,14 @@ class MessageQueue:
             self.ready_count -= 1
         elif state == INFLIGHT:
             del self.inflight[entry.seq]
+        else:
+            self.scheduled_count -= 1
         entry.state = GONE
-        self.bytes -= entry.held
+        held = entry.held
+        if held:
+            self.bytes -= held
+        elif entry.stored.data is None:
+            self.paged -= 1
         self.dequeued += 1
 
     def clear(self) -> list[Entry]:
@@ -272,6 +361,8 @@ class MessageQueue:
         for od in self._ready:
             od.clear()
         self.ready_count = 0
+        self.scheduled_count = 0
+        self.paged = 0
         self.inflight.clear()
         self.scheduled.clear()
         self.expiring.clear()

@@ -42,14 +42,15 @@ commits again) is aborted by the reaper (:func:`sweep_staged`), reported through
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import gc
 import heapq
 import itertools
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ternmq.broker._ports import SequencedEngine
 from ternmq.broker._queue import SCHEDULED, Entry, MessageQueue
+from ternmq.broker._records import BrokerConnection, StagedTx
 from ternmq.destination import Destination
 from ternmq.errors import (
     IllegalStateException,
@@ -60,9 +61,6 @@ from ternmq.errors import (
 from ternmq.protocol import commands as c
 from ternmq.selector import compile_selector
 from ternmq.store import AddStaged, RemoveMessage, RemoveRange, RemoveStaged, SetSinkBatch
-
-if TYPE_CHECKING:
-    from ternmq.broker.engine import Broker, BrokerConnection
 
 __all__ = ["HANDLERS", "SEQ_RESERVE_BLOCK", "StagedTx", "sweep_staged"]
 
@@ -75,37 +73,30 @@ MAX_STAGE_MESSAGES = 2_000_000
 GC_PAUSE_MESSAGES = 10_000
 
 
-@dataclasses.dataclass
-class StagedTx:
-    """One staged transaction held by the broker until commit or abort."""
-
-    sink_id: str
-    batch_id: int
-    sends: list[c.StagedSend] = dataclasses.field(default_factory=list)
-    touched_ms: int = 0  # the last Stage (or the broker's start, for a recovered one)
-    bytes: int = 0  # message bytes it holds in memory (part of Broker.staged_bytes)
-
-
 # ---- finding the log ---------------------------------------------------------------------
 def _log(
-    broker: Broker, conn: BrokerConnection, text: str, subscription: str | None, action: str
+    broker: SequencedEngine,
+    conn: BrokerConnection,
+    text: str,
+    subscription: str | None,
+    action: str,
 ) -> MessageQueue:
     """The queue, or the durable subscription of a topic, that a request names."""
     try:
-        dest = broker._dest(text)
+        dest = broker.resolve(text)
     except JMSException as exc:
         raise InvalidDestinationException(str(exc)) from exc
     if dest.is_temporary:
         raise InvalidDestinationException(
             f"{dest} is temporary: sequence access needs a queue or a durable subscription"
         )
-    broker._authorize(conn, action, dest)
+    broker.authorize(conn, action, dest)
     if not dest.is_topic:
         if subscription is not None:
             raise InvalidDestinationException(
                 f"{dest} is a queue: a subscription name needs a topic"
             )
-        return broker._queue(dest)
+        return broker.queue(dest)
     if subscription is None:
         raise InvalidDestinationException(
             f"{dest} is a topic: name its durable subscription (a topic holds no messages "
@@ -138,7 +129,7 @@ def _visible_limit(q: MessageQueue) -> int:
 
 
 # ---- handlers ------------------------------------------------------------------------------
-def on_get_bounds(broker: Broker, conn: BrokerConnection, req: c.GetBounds) -> c.Reply:
+def on_get_bounds(broker: SequencedEngine, conn: BrokerConnection, req: c.GetBounds) -> c.Reply:
     q = _log(broker, conn, req.destination, req.subscription, "browse")
     latest = _visible_limit(q)
     first = next(_held(q, 0), None)
@@ -153,7 +144,7 @@ def on_get_bounds(broker: Broker, conn: BrokerConnection, req: c.GetBounds) -> c
     return c.Bounds(corr=req.corr, earliest=earliest, latest=latest)
 
 
-def on_read_range(broker: Broker, conn: BrokerConnection, req: c.ReadRange) -> c.Reply:
+def on_read_range(broker: SequencedEngine, conn: BrokerConnection, req: c.ReadRange) -> c.Reply:
     q = _log(broker, conn, req.destination, req.subscription, "browse")
     selector = compile_selector(req.selector)
     if req.limit < 1 or req.max_bytes < 1:
@@ -176,9 +167,9 @@ def on_read_range(broker: Broker, conn: BrokerConnection, req: c.ReadRange) -> c
         st = e.stored
         if st.expiration and st.expiration <= now:
             continue
-        if selector is not None and not selector.matches(broker._view(e)):
+        if selector is not None and not selector.matches(broker.view(e)):
             continue
-        data = broker._data(e)
+        data = broker.data(e)
         seqs.append(e.seq)
         counts.append(e.count + 1)
         out.append(data)
@@ -190,7 +181,7 @@ def on_read_range(broker: Broker, conn: BrokerConnection, req: c.ReadRange) -> c
     )
 
 
-def on_ack_upto(broker: Broker, conn: BrokerConnection, req: c.AckUpto) -> c.Reply:
+def on_ack_upto(broker: SequencedEngine, conn: BrokerConnection, req: c.AckUpto) -> c.Reply:
     q = _log(broker, conn, req.destination, req.subscription, "consume")
     selector = compile_selector(req.selector)
     upto = req.upto
@@ -200,15 +191,15 @@ def on_ack_upto(broker: Broker, conn: BrokerConnection, req: c.AckUpto) -> c.Rep
         for e in od.values():
             if e.seq > upto:
                 break  # each priority's map is in sequence order
-            if selector is None or selector.matches(broker._view(e)):
+            if selector is None or selector.matches(broker.view(e)):
                 gone.append(e)
             else:
                 kept.append(e.seq)
     if not gone:
         return c.Ok(corr=req.corr, value="0")
-    mark = len(broker._ops)
+    mark = len(broker.ops)
     for e in gone:
-        broker._finish(e)
+        broker.finish(e)
     if q.durable:
         # The store deletes by ranges that hold none of the positions kept (in flight,
         # scheduled, not matching), instead of message by message.
@@ -218,12 +209,12 @@ def on_ack_upto(broker: Broker, conn: BrokerConnection, req: c.AckUpto) -> c.Rep
             kept.extend(seq for _, seq, _ in q.scheduled if seq <= upto)
             kept.sort()
             key = q.key
-            broker._ops[mark:] = [  # instead of _finish's RemoveMessage of each one
+            broker.ops[mark:] = [  # instead of _finish's RemoveMessage of each one
                 op
-                for op in broker._ops[mark:]
+                for op in broker.ops[mark:]
                 if not (isinstance(op, RemoveMessage) and op.dest == key)
             ]
-            broker._ops.extend(RemoveRange(key, lo, hi) for lo, hi in _runs(stored, kept))
+            broker.ops.extend(RemoveRange(key, lo, hi) for lo, hi in _runs(stored, kept))
     return c.Ok(corr=req.corr, value=str(len(gone)))
 
 
@@ -243,10 +234,10 @@ def _runs(seqs: list[int], kept: list[int]) -> list[tuple[int, int]]:
     return runs
 
 
-def on_stage(broker: Broker, conn: BrokerConnection, req: c.Stage) -> c.Reply:
+def on_stage(broker: SequencedEngine, conn: BrokerConnection, req: c.Stage) -> c.Reply:
     if not req.sink_id or not req.txid:
         raise JMSException("a staged transaction needs a sink id and a txid")
-    tx = broker._staged.get(req.txid)
+    tx = broker.staged.get(req.txid)
     if tx is None:
         tx = StagedTx(req.sink_id, req.batch_id)
     elif (tx.sink_id, tx.batch_id) != (req.sink_id, req.batch_id):
@@ -262,7 +253,7 @@ def on_stage(broker: Broker, conn: BrokerConnection, req: c.Stage) -> c.Reply:
     checked: set[str] = set()
     for send in req.messages:
         known = send.destination in checked
-        dest = broker._check_send(conn, send, dest_ok=known)
+        dest = broker.check_send(conn, send, dest_ok=known)
         if not known:
             if dest.is_temporary:
                 raise InvalidDestinationException(f"{dest} is temporary: it cannot be staged to")
@@ -278,32 +269,34 @@ def on_stage(broker: Broker, conn: BrokerConnection, req: c.Stage) -> c.Reply:
             "batches, or raise the limit"
         )
     if broker.populate_user_id:
-        sends = [broker._stamp_user(conn, send) for send in sends]  # PROP-23
+        sends = [broker.stamp_user(conn, send) for send in sends]  # PROP-23
     if sends:
         # One store operation for the whole request (a store keeps it as one record).
-        broker._ops.append(AddStaged(req.txid, req.sink_id, req.batch_id, len(tx.sends), sends))
+        broker.ops.append(AddStaged(req.txid, req.sink_id, req.batch_id, len(tx.sends), sends))
         tx.sends.extend(sends)
         tx.bytes += size
         broker.staged_bytes += size
     tx.touched_ms = broker.clock.now_ms()
-    broker._staged[req.txid] = tx
-    broker._arm_reaper(tx.touched_ms)
+    broker.staged[req.txid] = tx
+    broker.arm_reaper(tx.touched_ms)
     return c.Ok(corr=req.corr, value=str(len(tx.sends)))
 
 
-def on_commit_staged(broker: Broker, conn: BrokerConnection, req: c.CommitStaged) -> c.Reply:
-    last = broker._sinks.get(req.sink_id)
+def on_commit_staged(
+    broker: SequencedEngine, conn: BrokerConnection, req: c.CommitStaged
+) -> c.Reply:
+    last = broker.sinks.get(req.sink_id)
     duplicate = last is not None and req.batch_id <= last
     named = set(req.txids)
     if not duplicate:
-        missing = [t for t in req.txids if t not in broker._staged]
+        missing = [t for t in req.txids if t not in broker.staged]
         if missing:
             raise IllegalStateException(
                 f"staged transactions {missing[:3]} of sink {req.sink_id!r} are unknown "
                 "(aborted, or staged on another broker): stage the batch again"
             )
         for t in req.txids:
-            tx = broker._staged[t]
+            tx = broker.staged[t]
             if tx.sink_id != req.sink_id:
                 raise IllegalStateException(
                     f"staged transaction {t!r} belongs to sink {tx.sink_id!r}, not {req.sink_id!r}"
@@ -313,30 +306,30 @@ def on_commit_staged(broker: Broker, conn: BrokerConnection, req: c.CommitStaged
         # Checked when staged; the committer needs the send permission on each one as well.
         dests: dict[str, Destination] = {}
         for t in req.txids:
-            for send in broker._staged[t].sends:
+            for send in broker.staged[t].sends:
                 if send.destination not in dests:
-                    dest = dests[send.destination] = broker._dest(send.destination)
-                    broker._authorize(conn, "send", dest)
+                    dest = dests[send.destination] = broker.resolve(send.destination)
+                    broker.authorize(conn, "send", dest)
         # Publishing makes objects the broker keeps (two per message); while a large commit
         # makes them, the cyclic garbage collector would sweep the whole heap several times
         # (a full collection per quarter of growth: a third of the commit's time). Paused
         # for the commit, it collects once after it (the pause only delays collection).
         pause = (
             gc.isenabled()
-            and sum(len(broker._staged[t].sends) for t in req.txids) >= GC_PAUSE_MESSAGES
+            and sum(len(broker.staged[t].sends) for t in req.txids) >= GC_PAUSE_MESSAGES
         )
         if pause:
             gc.disable()
         # The messages leave staging as they are published: their bytes count once.
-        freed = {t: broker._staged[t].bytes for t in req.txids}
+        freed = {t: broker.staged[t].bytes for t in req.txids}
         broker.staged_bytes -= sum(freed.values())
         try:
-            published = broker._publish_all(
+            published = broker.publish_all(
                 conn,
                 (
                     (dests[send.destination], send)
                     for t in req.txids
-                    for send in broker._staged[t].sends
+                    for send in broker.staged[t].sends
                 ),
                 f"batch {req.batch_id} of sink {req.sink_id!r} was not published",
             )
@@ -347,38 +340,38 @@ def on_commit_staged(broker: Broker, conn: BrokerConnection, req: c.CommitStaged
             if pause:
                 gc.enable()
         for t in req.txids:
-            broker._staged[t].bytes = 0
-        broker._sinks[req.sink_id] = req.batch_id
-        broker._ops.append(SetSinkBatch(req.sink_id, req.batch_id))
-    for t, tx in list(broker._staged.items()):
+            broker.staged[t].bytes = 0
+        broker.sinks[req.sink_id] = req.batch_id
+        broker.ops.append(SetSinkBatch(req.sink_id, req.batch_id))
+    for t, tx in list(broker.staged.items()):
         if t in named or (tx.sink_id == req.sink_id and tx.batch_id <= req.batch_id):
             _drop(broker, t)
     return c.StagedResult(corr=req.corr, published=published, duplicate=duplicate)
 
 
-def on_abort_staged(broker: Broker, conn: BrokerConnection, req: c.AbortStaged) -> c.Reply:
+def on_abort_staged(broker: SequencedEngine, conn: BrokerConnection, req: c.AbortStaged) -> c.Reply:
     for t in req.txids:
         _drop(broker, t)
     return c.Ok(corr=req.corr)
 
 
-def _drop(broker: Broker, txid: str) -> StagedTx | None:
+def _drop(broker: SequencedEngine, txid: str) -> StagedTx | None:
     """Forget a staged transaction, in memory and in the store; the one dropped, if any."""
-    tx = broker._staged.pop(txid, None)
+    tx = broker.staged.pop(txid, None)
     if tx is not None:
         broker.staged_bytes -= tx.bytes
-        broker._ops.append(RemoveStaged(txid))
+        broker.ops.append(RemoveStaged(txid))
     return tx
 
 
-def sweep_staged(broker: Broker, now: int) -> bool:
+def sweep_staged(broker: SequencedEngine, now: int) -> bool:
     """Abort every staged transaction untouched for ``staged_timeout``; True while some
     remain (the reaper comes back for them)."""
     timeout = broker.config.staged_timeout
-    if not broker._staged or timeout <= 0:
+    if not broker.staged or timeout <= 0:
         return False
     limit = now - round(timeout * 1000)
-    for t, tx in list(broker._staged.items()):
+    for t, tx in list(broker.staged.items()):
         if tx.touched_ms <= limit:
             _drop(broker, t)
             if broker.on_warning is not None:
@@ -390,10 +383,10 @@ def sweep_staged(broker: Broker, now: int) -> bool:
                     messages=len(tx.sends),
                     reason=f"no Stage for {timeout:g} s (staged_timeout)",
                 )
-    return bool(broker._staged)
+    return bool(broker.staged)
 
 
-HANDLERS: dict[type, Callable[[Broker, BrokerConnection, Any], c.Reply | None]] = {
+HANDLERS: dict[type, Callable[[SequencedEngine, BrokerConnection, Any], c.Reply | None]] = {
     c.GetBounds: on_get_bounds,
     c.ReadRange: on_read_range,
     c.AckUpto: on_ack_upto,

@@ -16,12 +16,19 @@ admit it at publish time (SUB-01, SUB-03, SUB-07). An acknowledged delivery is r
 good; a released one goes back to its place (REL-16), counted as a delivery attempt only if the
 client handed it to the application (JMSXDeliveryCount, REL-10), and is dead-lettered after
 ``max_delivery_attempts`` (PSF-01).
+
+This module is the state machine itself: dispatch, publish and release, with the request
+handlers around them. What depends only downwards lives beside it: the records of
+connections, sessions, consumers and subscriptions (``_records.py``), the queues and their
+counters (``_queue.py``), the ordered output gate behind store batches (``_gate.py``), the
+figures of ``Stat`` (``_stats.py``), recovery at start (``_recover.py``), duplicate ids
+(``_dedup.py``) and sequence access (``_sequenced.py``). The side modules that act on the
+engine see it through the named protocols of ``_ports.py`` and never import this module.
 """
 
 from __future__ import annotations
 
 import collections
-import dataclasses
 import heapq
 import itertools
 from collections.abc import Callable, Iterable
@@ -31,8 +38,20 @@ import msgspec
 
 from ternmq._version import __version__
 from ternmq.broker._dedup import DuplicateIds
+from ternmq.broker._gate import Output, OutputGate, fail_replies, without_deliveries
 from ternmq.broker._queue import GONE, INFLIGHT, Entry, MessageQueue, Stored
-from ternmq.broker._sequenced import HANDLERS, SEQ_RESERVE_BLOCK, StagedTx, sweep_staged
+from ternmq.broker._records import (
+    BrokerConnection,
+    Consumer,
+    Emit,
+    Session,
+    StagedTx,
+    Subscription,
+    sub_store_key,
+)
+from ternmq.broker._recover import recover
+from ternmq.broker._sequenced import HANDLERS, SEQ_RESERVE_BLOCK, sweep_staged
+from ternmq.broker._stats import queue_stat, topic_stat
 from ternmq.broker.clock import Clock, SystemClock
 from ternmq.broker.config import BrokerConfig
 from ternmq.destination import Destination, TemporaryQueue, TemporaryTopic, destination
@@ -64,7 +83,6 @@ from ternmq.store import (
 
 __all__ = ["Broker", "BrokerConnection"]
 
-Emit = Callable[[c.Command], None]
 # (user, action, destination text) -> allowed; action: send, consume, browse or create.
 Authorizer = Callable[[str | None, str, str], bool]
 # Called before every request; a JMSException it raises becomes that request's Error reply.
@@ -74,105 +92,9 @@ MAX_CLIENT_ID = 256  # CONN-08: longer ids, and ids with control characters, are
 _SendT = TypeVar("_SendT", c.Send, c.StagedSend)  # a message to route: sent or staged
 
 
-class _Session:
-    __slots__ = ("conn", "consumers", "id", "outstanding", "transacted", "tx_sends")
-
-    def __init__(self, sid: int, conn: BrokerConnection, transacted: bool) -> None:
-        self.id = sid
-        self.conn = conn
-        self.transacted = transacted
-        self.outstanding: dict[int, Entry] = {}
-        self.tx_sends: list[c.Send] = []
-        self.consumers: dict[int, _Consumer] = {}
-
-
-class _Consumer:
-    __slots__ = (
-        "credit",
-        "id",
-        "outstanding",
-        "prefetch",
-        "pull",
-        "queue",
-        "selector",
-        "session",
-        "sub",
-    )
-
-    def __init__(
-        self,
-        cid: int,
-        session: _Session,
-        queue: MessageQueue,
-        selector: Selector | None,
-        prefetch: int,
-        sub: _Subscription | None,
-    ) -> None:
-        self.id = cid
-        self.session = session
-        self.queue = queue
-        self.selector = selector
-        self.prefetch = prefetch
-        self.credit = prefetch
-        self.pull = 0
-        self.sub = sub
-        self.outstanding: set[int] = set()
-
-    def wants(self) -> bool:
-        return self.credit > 0 or self.pull > 0
-
-
-@dataclasses.dataclass(eq=False)
-class _Subscription:
-    key: tuple[str | None, str] | None
-    topic: Destination
-    selector_text: str | None
-    selector: Selector | None
-    no_local: bool
-    durable: bool
-    shared: bool
-    client_id: str | None
-    conn: BrokerConnection | None
-    queue: MessageQueue
-
-    def admits(self, stored: Stored) -> bool:
-        if self.no_local:
-            if stored.origin_conn is self.conn and self.conn is not None:
-                return False
-            if (
-                self.durable
-                and self.client_id is not None
-                and stored.origin_client == self.client_id
-            ):
-                return False
-        return self.selector is None or self.selector.matches(stored.view())
-
-
-class BrokerConnection:
-    """The broker's side of one client connection."""
-
-    def __init__(self, broker: Broker, cid: str, emit: Emit) -> None:
-        self.broker = broker
-        self.id = cid
-        self.emit = emit
-        self.client_id: str | None = None
-        self.user: str | None = None
-        self.sessions: dict[int, _Session] = {}
-        self.temporaries: dict[Destination, Any] = {}
-        self.closed = False
-        self._delivery_ids = itertools.count(1)
-
-    def next_delivery_id(self) -> int:
-        return next(self._delivery_ids)
-
-
 def _run_now(fn: Callable[[], None]) -> None:
     """The default ``run_in_owner``: a broker without a host runs completions at once."""
     fn()
-
-
-def _sub_store_key(client_id: str | None, name: str, shared: bool) -> str:
-    return f"sub:{'s' if shared else 'u'}:{client_id or ''}:{name}"
 
 
 class Broker:
@@ -218,20 +140,20 @@ class Broker:
         self.request_check = request_check
         self.populate_user_id = populate_user_id
         self.queues: dict[Destination, MessageQueue] = {}
-        self.topics: dict[Destination, list[_Subscription]] = {}
-        self.durable: dict[tuple[str | None, str], _Subscription] = {}
-        self.shared: dict[tuple[str | None, str], _Subscription] = {}
+        self.topics: dict[Destination, list[Subscription]] = {}
+        self.durable: dict[tuple[str | None, str], Subscription] = {}
+        self.shared: dict[tuple[str | None, str], Subscription] = {}
         self.connections: dict[str, BrokerConnection] = {}
         self.client_ids: dict[str, BrokerConnection] = {}
         self._conn_ids = itertools.count(1)
         self._temp_ids = itertools.count(1)
         self._ops: list[Op] = []
-        # Output waiting for store batches: [token, done, error, [(conn, command), ...],
-        # [messages to page out once the batch is durable], [entries of its PERSISTENT
-        # messages: taken back if the batch cannot be stored]].
-        self._pending: collections.deque[list[Any]] = collections.deque()
-        self._tokens = itertools.count(1)
-        self._to_page: list[Stored] = []
+        # Output waiting for store batches, released in order (_gate.py); _flush holds the
+        # gate's queue and token counter itself (it runs per request).
+        self._gate = OutputGate(self._take_back)
+        self._pending = self._gate.pending
+        self._tokens = self._gate.tokens
+        self._to_page: list[Entry] = []
         self._unstored: list[Entry] = []  # entries whose message this batch makes durable
         # Group commits reported by the store's thread, not yet applied: (tokens, error).
         self._completed: collections.deque[tuple[list[int], BaseException | None]] = (
@@ -268,7 +190,7 @@ class Broker:
         for name in self.config.queues:  # after recovery: positions continue from the store
             dest = destination(f"queue://{name}")
             if dest not in self.queues:
-                self._new_queue(dest)
+                self.new_queue(dest)
         for name in self.config.topics:
             self.topics.setdefault(destination(f"topic://{name}"), [])
 
@@ -286,24 +208,26 @@ class Broker:
         completed = self._completed
         if not completed:
             return
-        # One pass over the pending output for every report queued so far: tokens are
-        # increasing in both (batches are reported in submission order), and most reports
-        # complete the oldest groups, so the pass usually stops after the report's groups.
-        results: dict[int, BaseException | None] = {}
-        while completed:
-            tokens, error = completed.popleft()
-            for token in tokens:
-                results[token] = error
-        left = len(results)
-        for group in self._pending:
-            token = group[0]
-            if token in results:
-                group[1] = True
-                group[2] = results[token]
-                left -= 1
-                if not left:
-                    break
-        self._release_done()
+        gate = self._gate
+        gate.mark(completed)
+        if gate.release() and self.connections:
+            self._flush()  # deliveries of other messages, in their place
+
+    # The engine's state as its side modules see it (``_ports.SequencedEngine``).
+    @property
+    def ops(self) -> list[Op]:
+        """The store operations of the request being handled (written when it ends)."""
+        return self._ops
+
+    @property
+    def staged(self) -> dict[str, StagedTx]:
+        """Staged transactions of sequence access, by txid."""
+        return self._staged
+
+    @property
+    def sinks(self) -> dict[str, int]:
+        """The last committed batch of every sink of sequence access."""
+        return self._sinks
 
     def connect(self, emit: Emit) -> BrokerConnection:
         """Open the broker side of a connection whose output goes to ``emit``."""
@@ -379,8 +303,7 @@ class Broker:
             self._out.append((conn, c.ConnectionFailed(message="the broker stopped")))
         self._flush()
         self.store.close()  # writes what is queued; its completions are posted to us
-        for group in self._pending:
-            group[1] = True
+        self._gate.mark_all()
         self._release_done()
 
     def drop_connection(self, conn: BrokerConnection) -> None:
@@ -391,7 +314,12 @@ class Broker:
             self._flush()
 
     # ------------------------------------------------------------------ destinations
-    def _dest(self, text: str) -> Destination:
+    def resolve(self, text: str) -> Destination:
+        """The destination named by ``text`` (parsed once, then cached).
+
+        Raises:
+            JMSException: ``text`` is not a destination.
+        """
         d = self._dest_cache.get(text)
         if d is None:
             d = destination(text)
@@ -399,24 +327,32 @@ class Broker:
                 self._dest_cache[text] = d
         return d
 
-    def _new_queue(self, dest: Destination, owner: BrokerConnection | None = None) -> MessageQueue:
+    def new_queue(self, dest: Destination, owner: BrokerConnection | None = None) -> MessageQueue:
+        """Create queue ``dest`` (durable unless temporary; ``owner``: the connection that
+        owns a temporary one) and register it."""
         text = str(dest)
         if dest.is_temporary:
             q = MessageQueue(text, False, self.config.policy_for(text), text)
         else:
-            q = self._durable_queue(text, text)
+            q = self.durable_queue(text, text)
         q.owner = owner
         self.queues[dest] = q
         return q
 
-    def _durable_queue(self, key: str, name: str) -> MessageQueue:
+    def durable_queue(self, key: str, name: str) -> MessageQueue:
         """A new durable queue or subscription queue: its positions continue above what the
         store says it reserved before (monotonic across restarts and re-creation)."""
         q = MessageQueue(key, True, self.config.policy_for(name), name)
         q.last_seq = q.reserved = self._reserved.get(key, 0)
         return q
 
-    def _queue(self, dest: Destination, create: bool = True) -> MessageQueue:
+    def queue(self, dest: Destination, create: bool = True) -> MessageQueue:
+        """Queue ``dest``, auto-created when ``create`` and the config allow it.
+
+        Raises:
+            InvalidDestinationException: it does not exist and may not be created (or is a
+                deleted temporary queue).
+        """
         q = self.queues.get(dest)
         if q is not None:
             return q
@@ -426,9 +362,9 @@ class Broker:
             raise InvalidDestinationException(
                 f"{dest} does not exist and auto-creation is off: declare it in the broker config"
             )
-        return self._new_queue(dest)
+        return self.new_queue(dest)
 
-    def _topic(self, dest: Destination) -> list[_Subscription]:
+    def _topic(self, dest: Destination) -> list[Subscription]:
         subs = self.topics.get(dest)
         if subs is not None:
             return subs
@@ -449,10 +385,14 @@ class Broker:
                 )
             raise InvalidDestinationException(f"{dest} has been deleted or never existed")
 
-    def _authorize(self, conn: BrokerConnection, action: str, dest: Destination) -> None:
+    def authorize(self, conn: BrokerConnection, action: str, dest: Destination) -> None:
         """Refuse ``action`` on ``dest`` unless the authorizer allows it (EXC-06); a request
         that would auto-create ``dest`` needs ``create`` too. Temporary destinations belong
-        to their connection and are not checked."""
+        to their connection and are not checked.
+
+        Raises:
+            JMSSecurityException: the authorizer refused.
+        """
         authorizer = self.authorizer
         if authorizer is None or dest.is_temporary:
             return
@@ -469,8 +409,13 @@ class Broker:
                     f"ask the broker's administrator for the {act!r} permission"
                 )
 
-    def _stamp_user(self, conn: BrokerConnection, req: _SendT) -> _SendT:
-        """JMSXUserID is the connection's user, whatever the client put there (PROP-23)."""
+    def stamp_user(self, conn: BrokerConnection, req: _SendT) -> _SendT:
+        """``req`` with JMSXUserID set to the connection's user, whatever the client put
+        there (PROP-23); removed for an anonymous connection.
+
+        Raises:
+            JMSException: the message does not decode.
+        """
         msg = decode_message(req.message)
         if conn.user is None:
             if "JMSXUserID" not in msg._properties:
@@ -538,10 +483,10 @@ class Broker:
     def _on_create_session(self, conn: BrokerConnection, req: c.CreateSession) -> c.Reply:
         if req.session_id in conn.sessions:
             raise IllegalStateException(f"session {req.session_id} already exists")
-        conn.sessions[req.session_id] = _Session(req.session_id, conn, req.transacted)
+        conn.sessions[req.session_id] = Session(req.session_id, conn, req.transacted)
         return c.Ok(corr=req.corr)
 
-    def _session(self, conn: BrokerConnection, sid: int) -> _Session:
+    def _session(self, conn: BrokerConnection, sid: int) -> Session:
         s = conn.sessions.get(sid)
         if s is None:
             raise IllegalStateException(f"session {sid} is closed")
@@ -554,7 +499,7 @@ class Broker:
         ids = self._close_session(s, set(req.delivered))
         return c.Released(corr=req.corr, delivery_ids=ids)
 
-    def _close_session(self, s: _Session, delivered: set[int]) -> list[int]:
+    def _close_session(self, s: Session, delivered: set[int]) -> list[int]:
         for consumer in list(s.consumers.values()):
             self._close_consumer(consumer, delivered)
         s.tx_sends.clear()
@@ -567,10 +512,10 @@ class Broker:
         if req.consumer_id in s.consumers:
             raise IllegalStateException(f"consumer {req.consumer_id} already exists")
         try:
-            dest = self._dest(req.destination)
+            dest = self.resolve(req.destination)
         except JMSException as exc:
             raise InvalidDestinationException(str(exc)) from exc
-        self._authorize(conn, "consume", dest)
+        self.authorize(conn, "consume", dest)
         selector = compile_selector(req.selector)  # InvalidSelectorException
         sel_text = selector.text if selector is not None else None
         prefetch = max(0, req.prefetch)
@@ -578,13 +523,13 @@ class Broker:
             if req.kind != "none":
                 raise InvalidDestinationException(f"{dest} is a queue: subscriptions need a topic")
             self._check_temp_owner(conn, dest)
-            q = self._queue(dest)
-            consumer = _Consumer(req.consumer_id, s, q, selector, prefetch, None)
+            q = self.queue(dest)
+            consumer = Consumer(req.consumer_id, s, q, selector, prefetch, None)
         else:
             self._check_temp_owner(conn, dest)
             subs = self._topic(dest)
             sub = self._subscription_for(conn, req, dest, subs, selector, sel_text)
-            consumer = _Consumer(req.consumer_id, s, sub.queue, None, prefetch, sub)
+            consumer = Consumer(req.consumer_id, s, sub.queue, None, prefetch, sub)
         if req.credit is not None:
             consumer.credit = min(max(0, req.credit), prefetch)
         consumer.queue.consumers.append(consumer)
@@ -597,15 +542,15 @@ class Broker:
         conn: BrokerConnection,
         req: c.CreateConsumer,
         topic: Destination,
-        subs: list[_Subscription],
+        subs: list[Subscription],
         selector: Selector | None,
         sel_text: str | None,
-    ) -> _Subscription:
+    ) -> Subscription:
         kind = req.kind
         policy = self.config.policy_for(str(topic))
         if kind == "none":
             q = MessageQueue(f"nd:{conn.id}:{req.consumer_id}", False, policy, str(topic))
-            sub = _Subscription(
+            sub = Subscription(
                 None, topic, sel_text, selector, req.no_local, False, False, conn.client_id, conn, q
             )
             subs.append(sub)
@@ -626,7 +571,7 @@ class Broker:
                     )
                 return existing
             q = MessageQueue(f"sh:{key}", False, policy, str(topic))
-            sub = _Subscription(
+            sub = Subscription(
                 key, topic, sel_text, selector, False, False, True, conn.client_id, conn, q
             )
             self.shared[key] = sub
@@ -668,10 +613,10 @@ class Broker:
                     "or selector; close them first"
                 )
             self._delete_subscription(sub)
-        self._authorize(conn, "create", topic)  # a new durable subscription (EXC-06)
-        store_key = _sub_store_key(conn.client_id, name, shared)
-        q = self._durable_queue(store_key, str(topic))
-        sub = _Subscription(
+        self.authorize(conn, "create", topic)  # a new durable subscription (EXC-06)
+        store_key = sub_store_key(conn.client_id, name, shared)
+        q = self.durable_queue(store_key, str(topic))
+        sub = Subscription(
             key, topic, sel_text, selector, no_local, True, shared, conn.client_id, conn, q
         )
         self.durable[key] = sub
@@ -681,7 +626,7 @@ class Broker:
         )
         return sub
 
-    def _delete_subscription(self, sub: _Subscription) -> None:
+    def _delete_subscription(self, sub: Subscription) -> None:
         subs = self.topics.get(sub.topic)
         if subs is not None and sub in subs:
             subs.remove(sub)
@@ -705,7 +650,7 @@ class Broker:
                 return c.Released(corr=req.corr, delivery_ids=ids)
         return c.Released(corr=req.corr)
 
-    def _close_consumer(self, consumer: _Consumer, delivered: set[int]) -> list[int]:
+    def _close_consumer(self, consumer: Consumer, delivered: set[int]) -> list[int]:
         s = consumer.session
         q = consumer.queue
         s.consumers.pop(consumer.id, None)
@@ -748,7 +693,7 @@ class Broker:
                 consumer.pull = 0
         return c.Ok(corr=req.corr)
 
-    def _find_consumer(self, conn: BrokerConnection, cid: int) -> _Consumer | None:
+    def _find_consumer(self, conn: BrokerConnection, cid: int) -> Consumer | None:
         for s in conn.sessions.values():
             consumer = s.consumers.get(cid)
             if consumer is not None:
@@ -758,12 +703,12 @@ class Broker:
     def _on_send(self, conn: BrokerConnection, req: c.Send) -> c.Reply | None:
         s = self._session(conn, req.session_id)
         # Validate now so a transacted send to a bad destination fails at send() (PROD-02).
-        dest = self._check_send(conn, req)
+        dest = self.check_send(conn, req)
         dup_id = req.duplicate_id
         if dup_id is not None:
             self._dedup.check_id(dup_id)
         if self.populate_user_id:
-            req = self._stamp_user(conn, req)
+            req = self.stamp_user(conn, req)
         if s.transacted:
             s.tx_sends.append(req)
             return c.Ok(corr=req.corr)
@@ -790,13 +735,20 @@ class Broker:
         if op is not None:
             self._ops.append(op)
 
-    def _check_send(
+    def check_send(
         self, conn: BrokerConnection, req: c.Send | c.StagedSend, dest_ok: bool = False
     ) -> Destination:
         """Everything a message must pass before it is accepted (sent or staged): its size,
         its priority, a parsable destination that exists (or may be auto-created) and the
         ``send`` permission; ``dest_ok`` skips the destination checks (already done for this
-        destination text in the same request)."""
+        destination text in the same request).
+
+        Raises:
+            ResourceAllocationException: the message is larger than ``max_message_bytes``.
+            InvalidDestinationException: the destination does not parse or does not exist.
+            JMSSecurityException: the user may not send there.
+            JMSException: the priority is outside 0..9.
+        """
         size = len(req.message)
         if size > self.config.max_message_bytes:
             raise ResourceAllocationException(
@@ -806,15 +758,15 @@ class Broker:
         if not 0 <= req.priority <= 9:
             raise JMSException(f"priority {req.priority} is outside 0..9")
         try:
-            dest = self._dest(req.destination)
+            dest = self.resolve(req.destination)
         except JMSException as exc:
             raise InvalidDestinationException(str(exc)) from exc
         if not dest_ok:
-            self._authorize(conn, "send", dest)
+            self.authorize(conn, "send", dest)
             if dest.is_topic:
                 self._topic(dest)
             else:
-                self._queue(dest)
+                self.queue(dest)
         return dest
 
     def _block(self, conn: BrokerConnection, dest: Destination, req: c.Send) -> None:
@@ -822,7 +774,7 @@ class Broker:
         timeout = self.config.policy_for(str(dest)).block_timeout
         deadline = self.clock.now_ms() + round(timeout * 1000)
         self._blocked.append((deadline, conn, dest, req))
-        self._add_timer(deadline, None)
+        self.add_timer(deadline, None)
 
     def _unblock(self, now: int) -> None:
         """Retry held sends in arrival order; fail those past their deadline."""
@@ -878,7 +830,7 @@ class Broker:
         if dest.is_topic:
             targets = [sub.queue for sub in self._topic(dest) if sub.admits(stored)]
         else:
-            targets = [self._queue(dest)]
+            targets = [self.queue(dest)]
         full = self._full(targets, stored.size)
         paged = False
         if full is not None:
@@ -888,16 +840,17 @@ class Broker:
                     f"{self.config.max_memory_bytes}): consume messages or raise the limit"
                 )
             paged = True  # PSF-07: kept on disk only, read back when it is delivered
-            self._to_page.append(stored)
         now = self.clock.now_ms()
         entries = [self._enqueue(q, stored, now, paged) for q in targets]
+        if paged:
+            self._to_page.extend(entries)  # their bytes leave memory once they are durable
         if stored.persistent:
             for q in targets:  # a loop, not any(generator): this runs once per message
                 if q.durable:
                     self._unstored.extend(entries)  # every copy goes if the store refuses it
                     break
 
-    def _publish_all(
+    def publish_all(
         self,
         conn: BrokerConnection,
         sends: Iterable[tuple[Destination, c.Send | c.StagedSend]],
@@ -905,7 +858,11 @@ class Broker:
     ) -> int:
         """Route every message or none (TX-02): on a failure take back what was enqueued and
         the store operations of this request, and raise TransactionRolledBackException
-        (``failure: reason``). Returns how many were routed."""
+        (``failure: reason``). Returns how many were routed.
+
+        Raises:
+            TransactionRolledBackException: a message could not be routed; nothing was.
+        """
         added: list[Entry] = []
         self._tx_added = added
         n = 0
@@ -964,7 +921,7 @@ class Broker:
                 AddMessage(
                     q.key,
                     e.seq,
-                    self._data(e),
+                    self.data(e),
                     stored.priority,
                     stored.expiration,
                     stored.delivery_time,
@@ -972,14 +929,16 @@ class Broker:
                 )
             )
         if stored.delivery_time > now:
-            self._add_timer(stored.delivery_time, q)
+            self.add_timer(stored.delivery_time, q)
         else:
             self._dirty.add(q)
         if stored.expiration:
-            self._arm_reaper(now)
+            self.arm_reaper(now)
         return e
 
-    def _add_timer(self, due: int, q: MessageQueue | None) -> None:
+    def add_timer(self, due: int, q: MessageQueue | None) -> None:
+        """Have :meth:`tick` act at ``due`` (epoch ms): promote ``q``'s due scheduled
+        messages, or (``q`` None) retry blocked sends."""
         heapq.heappush(self._timers, (due, next(self._timer_seq), q))
 
     def _on_ack(self, conn: BrokerConnection, req: c.Ack) -> c.Reply:
@@ -987,7 +946,7 @@ class Broker:
         for did in req.delivery_ids:
             e = s.outstanding.pop(did, None)
             if e is not None:
-                self._finish(e)
+                self.finish(e)
         return c.Ok(corr=req.corr)
 
     def _on_expired(self, conn: BrokerConnection, req: c.Expired) -> c.Reply:
@@ -1000,7 +959,7 @@ class Broker:
                 self._expire(e)
         return c.Ok(corr=req.corr)
 
-    def _finish(self, e: Entry) -> None:
+    def finish(self, e: Entry) -> None:
         """An acknowledged (or committed) delivery leaves its queue for good."""
         consumer = e.consumer
         if consumer is not None:
@@ -1017,7 +976,7 @@ class Broker:
         s = self._session(conn, req.session_id)
         return c.Released(corr=req.corr, delivery_ids=self._release(s, set(req.delivered)))
 
-    def _release(self, s: _Session, delivered: set[int]) -> list[int]:
+    def _release(self, s: Session, delivered: set[int]) -> list[int]:
         """Return every outstanding delivery of ``s`` to its queue (REL-10, REL-16)."""
         ids = sorted(s.outstanding)
         entries = [s.outstanding[i] for i in ids]
@@ -1040,13 +999,14 @@ class Broker:
                 if limit != -1 and e.count >= limit:
                     self._dead_letter(e, f"delivery attempts reached max_delivery_attempts={limit}")
                     continue
+                q.redelivered += 1
                 delay = self._redelivery_delay(q, e.count)
                 if delay:
                     q.inflight.pop(e.seq, None)
                     e.consumer = None
                     e.session = None
                     q.schedule(e, now + delay)
-                    self._add_timer(now + delay, q)
+                    self.add_timer(now + delay, q)
                     continue
                 q.give_back(e)
             else:
@@ -1082,12 +1042,12 @@ class Broker:
         s.tx_sends = []
         # On failure the deliveries stay outstanding: the client answers with ``Rollback``,
         # whose ``Released`` reply tells it which buffered deliveries to drop (TX-04, TX-06).
-        dups = [(self._dest(send.destination), send) for send in sends if send.duplicate_id]
+        dups = [(self.resolve(send.destination), send) for send in sends if send.duplicate_id]
         if dups:
             self._dedup.check_transaction(dups)  # PSF-09: a repeat drops the transaction
-        self._publish_all(
+        self.publish_all(
             conn,
-            ((self._dest(send.destination), send) for send in sends),
+            ((self.resolve(send.destination), send) for send in sends),
             "the transaction was rolled back",
         )
         for dest, send in dups:
@@ -1095,7 +1055,7 @@ class Broker:
         for did in req.delivered:
             e = s.outstanding.pop(did, None)
             if e is not None:
-                self._finish(e)
+                self.finish(e)
         return c.Ok(corr=req.corr)
 
     def _on_rollback(self, conn: BrokerConnection, req: c.Rollback) -> c.Reply:
@@ -1104,12 +1064,12 @@ class Broker:
         return c.Released(corr=req.corr, delivery_ids=self._release(s, set(req.delivered)))
 
     def _on_browse(self, conn: BrokerConnection, req: c.Browse) -> c.Reply:
-        dest = self._dest(req.destination)
+        dest = self.resolve(req.destination)
         if dest.is_topic:
             raise InvalidDestinationException(f"{dest} is a topic: browsers need a queue")
-        self._authorize(conn, "browse", dest)
+        self.authorize(conn, "browse", dest)
         self._check_temp_owner(conn, dest)
-        q = self._queue(dest)
+        q = self.queue(dest)
         selector = compile_selector(req.selector)
         now = self.clock.now_ms()
         after = req.after
@@ -1127,9 +1087,9 @@ class Broker:
             st = e.stored
             if st.expiration and st.expiration <= now:
                 continue
-            if selector is not None and not selector.matches(self._view(e)):
+            if selector is not None and not selector.matches(self.view(e)):
                 continue
-            out.append(self._data(e))
+            out.append(self.data(e))
         return c.BrowseResult(corr=req.corr, messages=out, after=last, done=done)
 
     def _on_create_temporary(self, conn: BrokerConnection, req: c.CreateTemporary) -> c.Reply:
@@ -1155,11 +1115,11 @@ class Broker:
             conn.temporaries[dest] = None
         else:
             dest = TemporaryQueue(name)
-            conn.temporaries[dest] = self._new_queue(dest, conn)
+            conn.temporaries[dest] = self.new_queue(dest, conn)
         return c.Ok(corr=req.corr, value=str(dest))
 
     def _on_delete_temporary(self, conn: BrokerConnection, req: c.DeleteTemporary) -> c.Reply:
-        dest = self._dest(req.destination)
+        dest = self.resolve(req.destination)
         if dest not in conn.temporaries:
             if dest in self.queues or dest in self.topics:
                 raise IllegalStateException(f"{dest} can only be deleted by its own connection")
@@ -1239,14 +1199,14 @@ class Broker:
         q = self.queues[dest]
         entries = [*q.iter_ready(), *q.scheduled_entries()]
         for e in entries:
-            self._finish(e)
+            self.finish(e)
         return c.Ok(corr=req.corr, value=str(len(entries)))
 
     def _admin_dest(self, conn: BrokerConnection, text: str) -> Destination:
         """An existing queue or topic named by ``text`` (admin requests never create one) that
         ``conn``'s user may administer (the ``admin`` action of the authorizer)."""
         try:
-            dest = self._dest(text)
+            dest = self.resolve(text)
         except JMSException as exc:
             raise InvalidDestinationException(str(exc)) from exc
         auth = self.authorizer
@@ -1259,58 +1219,18 @@ class Broker:
             raise InvalidDestinationException(f"{dest} does not exist on this broker")
         return dest
 
+    def stats(self) -> list[c.DestinationStat]:
+        """The figures of every destination, sorted by name, read from counters kept as
+        events happen (no message is looked at): what ``ternmq stat``, the HTTP API and the
+        metrics endpoint show. No permission check: the host decides who may see them."""
+        return [self._stat(d) for d in sorted([*self.queues, *self.topics], key=str)]
+
     def _stat(self, dest: Destination) -> c.DestinationStat:
-        if not dest.is_topic:
-            q = self.queues[dest]
-            depth, in_flight, scheduled, paged = _queue_counts(q)
-            return c.DestinationStat(
-                name=str(dest),
-                kind=dest.kind,
-                depth=depth,
-                in_flight=in_flight,
-                scheduled=scheduled,
-                consumers=len(q.consumers),
-                enqueued=q.enqueued,
-                dequeued=q.dequeued,
-                memory_bytes=q.bytes,
-                paged=paged,
-                duplicates=self._dedup.duplicates(dest),
-            )
-        totals = [0, 0, 0, 0]
-        subs: list[c.SubscriptionStat] = []
-        enqueued = dequeued = consumers = held = 0
-        for sub in self.topics.get(dest, []):
-            q = sub.queue
-            counts = _queue_counts(q)
-            totals = [a + b for a, b in zip(totals, counts)]
-            enqueued += q.enqueued
-            dequeued += q.dequeued
-            consumers += len(q.consumers)
-            held += q.bytes
-            subs.append(
-                c.SubscriptionStat(
-                    name=_subscription_name(sub),
-                    kind=_subscription_kind(sub),
-                    depth=counts[0],
-                    in_flight=counts[1],
-                    consumers=len(q.consumers),
-                )
-            )
-        subs.sort(key=lambda s: s.name)
-        return c.DestinationStat(
-            name=str(dest),
-            kind=dest.kind,
-            depth=totals[0],
-            in_flight=totals[1],
-            scheduled=totals[2],
-            consumers=consumers,
-            enqueued=enqueued,
-            dequeued=dequeued,
-            memory_bytes=held,
-            paged=totals[3],
-            subscriptions=subs,
-            duplicates=self._dedup.duplicates(dest),
-        )
+        """The figures of one destination, read from its counters (``_stats.py``)."""
+        duplicates = self._dedup.duplicates(dest)
+        if dest.is_topic:
+            return topic_stat(dest, self.topics.get(dest, []), duplicates)
+        return queue_stat(dest, self.queues[dest], duplicates)
 
     _handlers: dict[type, Callable[[Broker, BrokerConnection, Any], c.Reply | None]] = {}
 
@@ -1347,7 +1267,7 @@ class Broker:
             if not progressed:
                 return
 
-    def _find(self, q: MessageQueue, consumer: _Consumer, now: int, groups: bool) -> Entry | None:
+    def _find(self, q: MessageQueue, consumer: Consumer, now: int, groups: bool) -> Entry | None:
         selector = consumer.selector
         expired: list[Entry] = []
         found = None
@@ -1363,7 +1283,7 @@ class Broker:
                     owner = q.groups.get(st.group_id)
                     if owner is not None and owner is not consumer:
                         continue
-                if selector is not None and not selector.matches(self._view(e)):
+                if selector is not None and not selector.matches(self.view(e)):
                     continue
                 found = e
                 break
@@ -1373,7 +1293,7 @@ class Broker:
             self._expire(e)
         return found
 
-    def _deliver(self, q: MessageQueue, consumer: _Consumer, e: Entry, groups: bool) -> None:
+    def _deliver(self, q: MessageQueue, consumer: Consumer, e: Entry, groups: bool) -> None:
         q.take(e)
         s = consumer.session
         conn = s.conn
@@ -1403,7 +1323,7 @@ class Broker:
                 c.Deliver(
                     consumer_id=consumer.id,
                     delivery_id=did,
-                    message=self._data(e),
+                    message=self.data(e),
                     delivery_count=e.count + 1,
                     expiration=st.expiration,
                 ),
@@ -1415,8 +1335,9 @@ class Broker:
         q = e.queue
         if e.state == GONE:
             return
-        self._finish(e)
+        self.finish(e)
         self.expired += 1
+        q.expired += 1
         target = q.policy.expiry_queue
         if target:
             self._divert(
@@ -1424,9 +1345,11 @@ class Broker:
             )
 
     def _dead_letter(self, e: Entry, reason: str) -> None:
-        self._finish(e)
+        self.finish(e)
         self.dead_lettered += 1
-        target = e.queue.policy.dead_letter_queue
+        q = e.queue
+        q.dead_lettered += 1
+        target = q.policy.dead_letter_queue
         if target:
             self._divert(e, target, {"JMS_TernMQ_DeadLetterReason": reason})
 
@@ -1434,7 +1357,7 @@ class Broker:
         self, e: Entry, target: str, extra: dict[str, str | int], clear_expiry: bool = False
     ) -> None:
         """Copy an entry's message into queue ``target`` with its origin recorded."""
-        msg = decode_message(self._data(e))
+        msg = decode_message(self.data(e))
         msg._properties["JMS_TernMQ_OriginalDestination"] = e.queue.name
         msg._property_types["JMS_TernMQ_OriginalDestination"] = T.STRING
         for k, v in extra.items():
@@ -1459,8 +1382,12 @@ class Broker:
         # it would lose a message silently (REL-08).
         self._enqueue(self._queue_any(target), stored, self.clock.now_ms())
 
-    def _data(self, e: Entry) -> bytes:
-        """The encoded message of ``e``, read back from the store if it is paged out."""
+    def data(self, e: Entry) -> bytes:
+        """The encoded message of ``e``, read back from the store if it is paged out.
+
+        Raises:
+            JMSException: a paged-out message is missing from the store.
+        """
         data = e.stored.data
         if data is None:
             data = self.store.read_message(e.queue.key, e.seq)
@@ -1468,18 +1395,22 @@ class Broker:
                 raise JMSException(f"message {e.seq} of {e.queue.name} is missing from the store")
         return data
 
-    def _view(self, e: Entry) -> Message:
-        """The decoded message of ``e`` for selectors (not cached while paged out)."""
+    def view(self, e: Entry) -> Message:
+        """The decoded message of ``e`` for selectors (not cached while paged out).
+
+        Raises:
+            JMSException: a paged-out message is missing from the store.
+        """
         if e.stored.data is not None:
             return e.stored.view()
-        return decode_message(self._data(e))
+        return decode_message(self.data(e))
 
     def _queue_any(self, name: str) -> MessageQueue:
-        dest = self._dest(f"queue://{name}")
+        dest = self.resolve(f"queue://{name}")
         q = self.queues.get(dest)
-        return q if q is not None else self._new_queue(dest)
+        return q if q is not None else self.new_queue(dest)
 
-    def _arm_reaper(self, now: int) -> None:
+    def arm_reaper(self, now: int) -> None:
         """Make sure the reaper runs within ``expiry_scan_interval`` of ``now``."""
         if self._reaper_due is None:
             self._reaper_due = now + round(self.config.expiry_scan_interval * 1000)
@@ -1549,30 +1480,18 @@ class Broker:
                 conn.emit(cmd)
 
     def _release_done(self) -> None:
-        pending = self._pending
-        took_back = False
-        while pending and pending[0][1]:
-            _, _, error, out, to_page, unstored = pending.popleft()
-            if error is None:
-                for stored in to_page:  # durable now: drop the bytes from memory (PSF-07)
-                    stored.data = None
-                    stored._view = None
-            else:
-                out = self._take_back(unstored, error, out)
-                took_back = True
-            for conn, cmd in out:
-                conn.emit(cmd)
-        if took_back and self.connections:  # deliveries of other messages, in their place
+        """Emit the output whose store batches are done, in order (``_gate.py``)."""
+        if self._gate.release() and self.connections:
             self._flush()
 
     def _take_back(
         self,
         unstored: list[Entry],
         error: BaseException,
-        out: list[tuple[BrokerConnection, c.Command]],
-    ) -> list[tuple[BrokerConnection, c.Command]]:
+        out: Output,
+    ) -> Output:
         """A store batch failed: the PERSISTENT messages it was to make durable were never
-        accepted (their senders get errors, ``_fail_replies``), so they leave their queues,
+        accepted (their senders get errors, ``fail_replies``), so they leave their queues,
         and deliveries of them that have not left the broker yet are taken back (from this
         batch's output and from every later batch's), their consumers' credit restored."""
         dropped: set[tuple[int, int]] = set()  # (id of the connection, delivery id)
@@ -1593,11 +1512,10 @@ class Broker:
             e.queue.remove(e)
             self.total_bytes -= e.held
         if dropped:
-            out = _without_deliveries(out, dropped)
-            for group in self._pending:
-                group[3] = _without_deliveries(group[3], dropped)
+            out = without_deliveries(out, dropped)
+            self._gate.drop_deliveries(dropped)
             self._dispatch_dirty()
-        return _fail_replies(out, error)
+        return fail_replies(out, error)
 
     def _forget_duplicate_id(self, stored: Stored) -> None:
         """A PERSISTENT message that the store failed to keep: if it carried a duplicate id,
@@ -1613,134 +1531,14 @@ class Broker:
             self._dedup.forget(str(view.jms_destination), dup_id)
 
     def _recover(self) -> None:
-        """Rebuild durable subscriptions and persistent messages from the store (REL-09)."""
+        """Rebuild durable subscriptions and persistent messages from the store (REL-09):
+        positions, sinks and duplicate ids here, the rest in ``_recover.py``."""
         # A disk store recovers an index only: bodies stay on disk until delivered (PSF-07).
         state = self.store.load(with_data=self.store.synchronous)
-        now = self.clock.now_ms()
         self._reserved = dict(state.sequences)
         self._sinks = dict(state.sinks)
         self._dedup.restore(state.duplicate_ids)
-        for r in state.staged:
-            tx = self._staged.get(r.txid)
-            if tx is None:
-                tx = self._staged[r.txid] = StagedTx(r.sink_id, r.batch_id, touched_ms=now)
-                self._arm_reaper(now)
-            tx.sends.append(
-                c.StagedSend(
-                    destination=r.destination,
-                    message=r.data,
-                    persistent=r.persistent,
-                    priority=r.priority,
-                    expiration=r.expiration,
-                    delivery_time=r.delivery_time,
-                    group_id=r.group_id,
-                    group_seq=r.group_seq,
-                )
-            )
-            tx.bytes += len(r.data)
-            self.staged_bytes += len(r.data)
-        for rec in state.subscriptions:
-            topic = destination(rec.topic)
-            selector = compile_selector(rec.selector)
-            q = self._durable_queue(rec.dest, rec.topic)
-            sub = _Subscription(
-                (rec.client_id, rec.name),
-                topic,
-                rec.selector,
-                selector,
-                rec.no_local,
-                True,
-                rec.shared,
-                rec.client_id,
-                None,
-                q,
-            )
-            self.durable[(rec.client_id, rec.name)] = sub
-            self.topics.setdefault(topic, []).append(sub)
-        self.recovered = {
-            "subscriptions": len(state.subscriptions),
-            "destinations": len(state.messages),
-            "messages": sum(len(m) for m in state.messages.values()),
-            "scheduled": sum(
-                1 for m in state.messages.values() for r in m if r.delivery_time > now
-            ),
-            "redelivered": sum(
-                1 for m in state.messages.values() for r in m if r.delivery_count > 0
-            ),
-            "staged transactions": len(self._staged),
-        }
-        by_key = {sub.queue.key: sub.queue for sub in self.durable.values()}
-        for key, msgs in state.messages.items():
-            q_or_none = by_key.get(key)
-            if q_or_none is None:
-                if not key.startswith("queue://"):
-                    continue
-                dest = destination(key)
-                q_or_none = self.queues.get(dest) or self._new_queue(dest)
-            for m in msgs:
-                stored = Stored(
-                    m.data,
-                    True,
-                    m.priority,
-                    m.expiration,
-                    m.delivery_time,
-                    m.group_id,
-                    size=m.size,
-                )
-                e = q_or_none.add(stored, now, count=m.delivery_count, seq=m.seq)
-                self.total_bytes += e.held
-                if m.delivery_time > now:
-                    self._add_timer(m.delivery_time, q_or_none)
-                if m.expiration:
-                    self._arm_reaper(now)
-
-
-def _queue_counts(q: MessageQueue) -> tuple[int, int, int, int]:
-    """(held, in flight, scheduled, paged out) messages of one queue or subscription."""
-    ready = list(q.iter_ready())
-    scheduled = q.scheduled_entries()
-    inflight = list(q.inflight.values())
-    paged = sum(1 for e in (*ready, *scheduled, *inflight) if e.stored.data is None)
-    return len(ready) + len(scheduled) + len(inflight), len(inflight), len(scheduled), paged
-
-
-def _subscription_kind(sub: _Subscription) -> c.SubscriptionKind:
-    if sub.durable:
-        return "shared_durable" if sub.shared else "durable"
-    return "shared" if sub.shared else "none"
-
-
-def _subscription_name(sub: _Subscription) -> str:
-    """``CLIENT_ID:NAME`` (or ``NAME``) for a named subscription; the internal queue name
-    of a plain consumer's subscription."""
-    if sub.key is None:
-        return sub.queue.key
-    client_id, name = sub.key
-    return f"{client_id}:{name}" if client_id else name
-
-
-def _without_deliveries(
-    out: list[tuple[BrokerConnection, c.Command]], dropped: set[tuple[int, int]]
-) -> list[tuple[BrokerConnection, c.Command]]:
-    """``out`` without the ``Deliver`` commands of ``dropped`` (connection id, delivery id)."""
-    return [
-        (conn, cmd)
-        for conn, cmd in out
-        if not (type(cmd) is c.Deliver and (id(conn), cmd.delivery_id) in dropped)
-    ]
-
-
-def _fail_replies(
-    out: list[tuple[BrokerConnection, c.Command]], error: BaseException
-) -> list[tuple[BrokerConnection, c.Command]]:
-    """Turn the replies of a batch that could not be stored into errors."""
-    text = f"store failure: the broker could not make this durable: {error}"
-    return [
-        (conn, c.Error(corr=cmd.corr, kind="JMSException", message=text))
-        if isinstance(cmd, (c.Ok, c.Released)) and cmd.corr
-        else (conn, cmd)
-        for conn, cmd in out
-    ]
+        recover(self, state)
 
 
 Broker._handlers = {

@@ -175,4 +175,4 @@ class BrokerHost(abc.ABC):
         broker = self.broker
         if broker is None:
             return []
-        return [broker._stat(d) for d in sorted([*broker.queues, *broker.topics], key=str)]
+        return broker.stats()

@@ -413,6 +413,13 @@ class DestinationStat(msgspec.Struct, frozen=True, kw_only=True, array_like=True
     bytes held in memory and ``paged`` the messages kept on disk only. For a topic the
     numbers are totals over its ``subscriptions``. ``duplicates`` counts the sends the
     destination refused as duplicates (PSF-09) since the broker started.
+
+    Counted since the broker started: ``enqueued`` (messages taken, recovered ones
+    included), ``dequeued`` (messages that left for good: acknowledged, expired,
+    dead-lettered or purged), ``expired`` (PSF-05), ``dead_lettered`` (after
+    ``max_delivery_attempts``, PSF-01) and ``redelivered`` (deliveries the application saw
+    that came back for redelivery: rollback, recover, a closed session or a lost connection).
+    The last three were added later, with defaults, so older encodings still decode.
     """
 
     name: str
@@ -427,6 +434,9 @@ class DestinationStat(msgspec.Struct, frozen=True, kw_only=True, array_like=True
     paged: int = 0
     subscriptions: list[SubscriptionStat] = msgspec.field(default_factory=list)
     duplicates: int = 0
+    expired: int = 0
+    dead_lettered: int = 0
+    redelivered: int = 0
 
 
 class StatResult(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
