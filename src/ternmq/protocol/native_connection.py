@@ -311,10 +311,13 @@ class NativeServerConnection:
         self.probed = False
         events: list[Event] = []
         if state is _PREAMBLE:
-            data = self._take_preamble(data)
-            if not data:
+            rest = self._take_preamble(data)
+            if rest is None:
                 return events
             events.append(PreambleReceived())
+            if not rest:
+                return events
+            data = rest
         try:
             cmds = self._decoder.feed(data)
         except ProtocolError as exc:
@@ -328,8 +331,8 @@ class NativeServerConnection:
                 events.append(ConnectReceived(cmd))
         return events
 
-    def _take_preamble(self, data: bytes) -> bytes:
-        """Collect the client preamble; the octets after it once complete (else b"").
+    def _take_preamble(self, data: bytes) -> bytes | None:
+        """Collect the client preamble; the octets after it once complete (else None).
 
         Raises:
             ProtocolViolation: not a ternmq preamble, or another major version.
@@ -343,7 +346,7 @@ class NativeServerConnection:
             except ProtocolError as exc:
                 raise ProtocolViolation(str(exc), preamble=True) from exc
         if len(pre) < len(PREAMBLE):
-            return b""
+            return None
         rest = bytes(pre[len(PREAMBLE) :])
         self._pre = bytearray()
         self._step(Input.PREAMBLE, "preamble")
