@@ -5,13 +5,16 @@ passed in."""
 
 from __future__ import annotations
 
+import ast
 import itertools
+import pathlib
 from typing import Any, get_args
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import ternmq
 from ternmq.protocol import commands as c
 from ternmq.protocol.frames import PREAMBLE, FrameDecoder, Heartbeat, ProtocolError, encode
 from ternmq.protocol.native_connection import (
@@ -325,3 +328,22 @@ def test_heartbeats_and_dead_peers() -> None:
     assert conn.check_timers(209.0, 205.0) is None
     assert conn.check_timers(210.0, 205.0) is Timeout.HEARTBEAT  # heard nothing: one probe
     assert conn.check_timers(212.0, 210.0) is None
+
+
+# ---- layering -----------------------------------------------------------------------------
+def _imported(path: pathlib.Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def test_gateways_depend_on_the_host_protocol_not_the_server() -> None:
+    """The native gateway and the gateway base never import ``server.app`` (not even under
+    TYPE_CHECKING): they ask the server through ``ConnectionHost``."""
+    server = pathlib.Path(ternmq.__file__).resolve().parent / "server"
+    for name in ("native.py", "_gateway.py"):
+        assert "ternmq.server.app" not in _imported(server / name), name
