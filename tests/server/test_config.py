@@ -156,6 +156,23 @@ def test_overrides() -> None:
     assert (cfg.listeners[0].bind, cfg.listeners[0].port, cfg.data_dir) == ("0.0.0.0", 0, "d")
 
 
+def test_listeners_name_their_protocol() -> None:
+    """A listener serves one protocol, ``native`` unless the file says so; the server has a
+    gateway for every protocol the config accepts, and ``--port`` moves the native one."""
+    from ternmq.server.app import GATEWAYS
+    from ternmq.server.config import LISTENER_PROTOCOLS, ListenerConfig
+    from ternmq.server.native import NativeConnection
+
+    assert ListenerConfig().protocol == "native"
+    assert set(GATEWAYS) == set(LISTENER_PROTOCOLS)
+    assert GATEWAYS["native"] is NativeConnection
+    cfg = parse_config(tomllib.loads("[[listeners]]\nport = 0\nprotocol = 'native'\n"))
+    assert cfg.listeners[0].protocol == "native"
+    assert cfg.with_overrides(port=1).listeners[0].port == 1
+    with pytest.raises(ValueError, match=r"listeners\[0\]\.protocol: 'smtp' is not a protocol"):
+        parse_config(tomllib.loads("[[listeners]]\nprotocol = 'smtp'\n"))
+
+
 def test_cpu_affinity_from_the_file_or_the_command_line() -> None:
     """``cpu_affinity`` (config) and ``--cpu-affinity`` (override): sorted, no repeats;
     unset, the server does not pin itself."""

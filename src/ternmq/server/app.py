@@ -41,7 +41,7 @@ import signal
 import ssl
 import sys
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Final, TypeVar
 
 from ternmq.broker.clock import Clock
@@ -49,7 +49,8 @@ from ternmq.broker.engine import BrokerConnection
 from ternmq.broker.host import BrokerHost
 from ternmq.errors import JMSException, ResourceAllocationException
 from ternmq.protocol import commands as c
-from ternmq.server.config import ListenerConfig, ServerConfig, TlsConfig, load_config
+from ternmq.server._gateway import ConnectionHost, GatewayConnection, Verdict
+from ternmq.server.config import Limits, ListenerConfig, ServerConfig, TlsConfig, load_config
 from ternmq.server.logs import LEVELS, log_event, setup_logging
 from ternmq.server.native import NativeConnection
 from ternmq.store import Store
@@ -58,6 +59,12 @@ __all__ = ["BrokerServer", "ServerThread", "build_parser", "main"]
 
 log = logging.getLogger("ternmq.server")
 T = TypeVar("T")
+
+# The gateways a listener may serve, by its ``protocol`` (config.LISTENER_PROTOCOLS): each a
+# factory of one connection per accepted socket.
+GATEWAYS: Final[Mapping[str, Callable[[ConnectionHost, str], GatewayConnection]]] = {
+    "native": NativeConnection,
+}
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -105,7 +112,7 @@ class BrokerServer(BrokerHost):
         self.config = config
         self.authenticator = config.authenticator()
         self.authorizer = config.authorizer()
-        self.connections: set[NativeConnection] = set()
+        self.connections: set[GatewayConnection] = set()
         self.addresses: list[str] = []
         self.stopping = False
         self.executor = concurrent.futures.ThreadPoolExecutor(
@@ -118,10 +125,10 @@ class BrokerServer(BrokerHost):
         self._stopped: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
-        self._to_flush: list[NativeConnection] = []  # connections with output, this iteration
+        self._to_flush: list[GatewayConnection] = []  # connections with output, this iteration
         self._inline_posts: list[Callable[[], None]] | None = None  # see _commit_due
         # A request that awaits a reply made a store batch since the last _commit_due: only
-        # then may the loop write the batch itself (see NativeConnection._handle).
+        # then may the loop write the batch itself (see ConnectionHost.due_awaited).
         self.due_awaited = False
 
     @property
@@ -170,8 +177,9 @@ class BrokerServer(BrokerHost):
     async def _listen(self, listener: ListenerConfig) -> None:
         ctx = ssl_context(listener.tls) if listener.tls is not None else None
         scheme = listener.scheme
+        factory = GATEWAYS[listener.protocol]
         server = await self.loop.create_server(
-            lambda: NativeConnection(self, scheme),
+            lambda: factory(self, scheme),
             listener.bind,
             listener.port,
             ssl=ctx,
@@ -184,7 +192,7 @@ class BrokerServer(BrokerHost):
             shown = f"[{host}]" if ":" in str(host) else str(host)
             address = f"{scheme}://{shown}:{port}"
             self.addresses.append(address)
-            log_event(log, logging.INFO, "listening", address=address)
+            log_event(log, logging.INFO, "listening", protocol=listener.protocol, address=address)
 
     async def wait_stopped(self) -> None:
         """Return once :meth:`stop` has finished."""
@@ -278,7 +286,7 @@ class BrokerServer(BrokerHost):
         if self._to_flush:
             self._flush_all()
 
-    def flush_soon(self, conn: NativeConnection) -> None:
+    def flush_soon(self, conn: GatewayConnection) -> None:
         """Write ``conn``'s output at the end of this loop iteration, with every other
         connection's: one callback per iteration, not one per connection."""
         to_flush = self._to_flush
@@ -336,10 +344,53 @@ class BrokerServer(BrokerHost):
         if self.stopping:
             return
         now = self.loop.time()
-        interval = self.config.limits.heartbeat
         for conn in list(self.connections):
-            conn.heartbeat_check(now, interval)
+            conn.check_timers(now)
         self._arm_sweeper()
+
+    # ---- ConnectionHost: what a gateway connection may ask ---------------------------------
+    @property
+    def limits(self) -> Limits:
+        """The per-connection and server-wide bounds (``config.limits``)."""
+        return self.config.limits
+
+    def register(self, conn: GatewayConnection) -> bool:
+        """Admit a new socket; False beyond twice ``limits.max_connections``: sockets that
+        have not connected yet count too, and are refused before they cost a decoder and a
+        timer."""
+        cap = 2 * self.config.limits.max_connections
+        if cap and len(self.connections) >= cap:
+            log_event(log, logging.WARNING, "too_many_sockets", peer=conn.peer, limit=cap)
+            return False
+        self.connections.add(conn)
+        return True
+
+    def unregister(self, conn: GatewayConnection) -> None:
+        """Forget a socket that is gone (idempotent)."""
+        self.connections.discard(conn)
+
+    def authenticate(self, user: str | None, password: str | None, verdict: Verdict) -> None:
+        """Check credentials: at once when no password is hashed, else in the executor with
+        the verdict handed back to the loop (dropped if the loop is gone). ``verdict`` gets
+        None (accepted) or the reason of the refusal."""
+        auth = self.authenticator
+        if not auth.needs_hashing(user):
+            verdict(auth.check(user, password))
+            return
+        fut = self.executor.submit(auth.check, user, password)
+        loop = self.loop
+
+        def done(f: concurrent.futures.Future[str | None]) -> None:
+            try:
+                loop.call_soon_threadsafe(_deliver_verdict, f, verdict)
+            except RuntimeError:
+                pass  # the loop is gone (server stopped)
+
+        fut.add_done_callback(done)
+
+    def principal(self, user: str | None) -> str | None:
+        """The user an accepted connection acts as (None: anonymous)."""
+        return self.authenticator.principal(user)
 
     def check_request(self, conn: BrokerConnection, req: c.Request) -> None:
         """The broker's ``request_check``: the per-connection limits. (Permissions, ``admin``
@@ -364,6 +415,17 @@ class BrokerServer(BrokerHost):
                     f"this connection has max_consumers_per_connection ({limit}) consumers "
                     "open: close one first"
                 )
+
+
+def _deliver_verdict(fut: concurrent.futures.Future[str | None], verdict: Verdict) -> None:
+    """On the loop: hand a finished credential check to its connection (not if cancelled)."""
+    if fut.cancelled():
+        return
+    try:
+        error = fut.result()
+    except Exception as exc:
+        error = f"authentication failed: {exc}"
+    verdict(error)
 
 
 class ServerThread:

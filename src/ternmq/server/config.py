@@ -11,7 +11,7 @@ import dataclasses
 import pathlib
 import tomllib
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 import msgspec
 
@@ -19,6 +19,7 @@ from ternmq.broker.config import BrokerConfig, DestinationPolicy
 from ternmq.server.security import ACTIONS, ANONYMOUS, Authenticator, Authorizer
 
 __all__ = [
+    "LISTENER_PROTOCOLS",
     "Limits",
     "ListenerConfig",
     "ServerConfig",
@@ -31,6 +32,10 @@ Fsync = Literal["always", "batch"]
 LogLevel = Literal["debug", "info", "warning", "error"]
 DEFAULT_PORT: Final = 61616
 DEFAULT_TLS_PORT: Final = 61617
+# The wire protocol a listener serves: the gateways the server has (``app.GATEWAYS``). STOMP,
+# OpenWire and HTTP listeners will add their names here (SERVER.md "Listeners and ports").
+ListenerProtocol = Literal["native"]
+LISTENER_PROTOCOLS: Final[tuple[ListenerProtocol, ...]] = get_args(ListenerProtocol)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,11 +57,19 @@ class TlsConfig:
 
 @dataclasses.dataclass(frozen=True)
 class ListenerConfig:
-    """One listening socket of the native protocol (plain TCP, or TLS with ``tls``)."""
+    """One listening socket (plain TCP, or TLS with ``tls``).
+
+    Attributes:
+        bind: the address to listen on.
+        port: the TCP port (0 picks a free one).
+        tls: TLS settings; None for plain TCP.
+        protocol: the wire protocol it serves, one of :data:`LISTENER_PROTOCOLS`.
+    """
 
     bind: str = "127.0.0.1"
     port: int = DEFAULT_PORT
     tls: TlsConfig | None = None
+    protocol: ListenerProtocol = "native"
 
     @property
     def scheme(self) -> str:
@@ -182,11 +195,14 @@ class ServerConfig:
         cpu_affinity: tuple[int, ...] | None = None,
     ) -> ServerConfig:
         """This config with command-line values applied: ``bind``/``port`` replace those of
-        the first plain-TCP listener (one is added if there is none)."""
+        the first plain-TCP native listener (one is added if there is none)."""
         cfg = self
         if bind is not None or port is not None:
             listeners = list(cfg.listeners)
-            idx = next((i for i, ls in enumerate(listeners) if ls.tls is None), None)
+            idx = next(
+                (i for i, ls in enumerate(listeners) if ls.tls is None and ls.protocol == "native"),
+                None,
+            )
             if idx is None:
                 listeners.insert(0, ListenerConfig())
                 idx = 0
@@ -289,10 +305,17 @@ def _parse_listener(raw: object, i: int) -> ListenerConfig:
         if tls.verify_client and not tls.cafile:
             raise ValueError(f"config {where}.tls: verify_client = true needs a cafile")
     default_port = DEFAULT_TLS_PORT if tls is not None else DEFAULT_PORT
+    protocol = table.get("protocol", "native")
+    if protocol not in LISTENER_PROTOCOLS:
+        raise ValueError(
+            f"config {where}.protocol: {protocol!r} is not a protocol this server serves; "
+            f"known: {', '.join(LISTENER_PROTOCOLS)}"
+        )
     listener = ListenerConfig(
         bind=_convert(table.get("bind", "127.0.0.1"), str, f"{where}.bind"),
         port=_convert(table.get("port", default_port), int, f"{where}.port"),
         tls=tls,
+        protocol=protocol,
     )
     if not 0 <= listener.port <= 65535:
         raise ValueError(f"config {where}.port: {listener.port} is not a TCP port")

@@ -1,0 +1,317 @@
+"""What a gateway connection may ask of the server, and the I/O every gateway shares.
+
+Theory of operation
+-------------------
+A *gateway* turns one client socket of some wire protocol (native now; STOMP and OpenWire
+later) into the engine's requests. Its protocol logic is a sans-IO object in ``protocol/``
+(``protocol/native_connection.py`` for the native wire); what is left is asyncio plumbing,
+and that plumbing is the same for every protocol, so it lives here once:
+
+- :class:`ConnectionHost` is everything a gateway connection may ask of the server: the
+  broker (or None once stopped), the limits, admission (:meth:`~ConnectionHost.register`),
+  credential checks off the loop, the once-per-iteration flush, the broker timer, and the
+  owner-commit notes (``owner_store``, ``due_awaited``: see ``BrokerServer._commit_due``).
+  ``BrokerServer`` satisfies it; a gateway never imports the server module.
+- :class:`GatewayConnection` is the ``asyncio.Protocol`` base: it owns the transport, the
+  output list (the engine's frames are appended and written by one ``writelines`` per loop
+  iteration: :meth:`~ConnectionHost.flush_soon`), reading paused for named reasons (the
+  socket's write buffer is past ``limits.write_buffer_high``, credentials being checked, too
+  many requests awaiting replies) and resumed when the last reason goes, the handshake
+  timer, close after the queued output (aborted after ``limits.shutdown_grace`` if the peer
+  never reads), and the cleanup when the socket is gone (what the connection held in the
+  broker is released, REL-10). A subclass supplies the protocol: ``data_received``, its
+  state (:meth:`~GatewayConnection._mark_closed`), its timers and its handshake expiry.
+
+Every method runs on the event loop thread, the engine's only owner.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Protocol, cast
+
+from ternmq.broker.engine import Broker, BrokerConnection
+from ternmq.server.config import Limits
+from ternmq.server.logs import log_event
+
+__all__ = ["ConnectionHost", "GatewayConnection", "OwnerBatches"]
+
+log = logging.getLogger("ternmq.server")
+
+Verdict = Callable[[str | None], None]
+
+
+class OwnerBatches(Protocol):
+    """The part of an owner-commit store a gateway reads: how many batches it received (a
+    request that made one awaits a commit: see ``BrokerServer._commit_due``)."""
+
+    @property
+    def batches(self) -> int:
+        """Batches received so far."""
+        ...
+
+
+class ConnectionHost(Protocol):
+    """What a gateway connection may ask of the server that accepted it."""
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop every connection and the broker run on."""
+        ...
+
+    @property
+    def broker(self) -> Broker | None:
+        """The broker, or None once the server has stopped it."""
+        ...
+
+    @property
+    def stopping(self) -> bool:
+        """Whether the server is stopping (a new socket is aborted)."""
+        ...
+
+    @property
+    def limits(self) -> Limits:
+        """The per-connection and server-wide bounds."""
+        ...
+
+    @property
+    def owner_store(self) -> OwnerBatches | None:
+        """The store whose small commits the loop writes itself, if any."""
+        ...
+
+    due_awaited: bool
+    """Set by a connection when a request that awaits its reply made a store batch."""
+
+    def register(self, conn: GatewayConnection) -> bool:
+        """Admit a new socket (False: refuse it, there are too many; the host logs why)."""
+        ...
+
+    def unregister(self, conn: GatewayConnection) -> None:
+        """Forget a socket that is gone (idempotent)."""
+        ...
+
+    def flush_soon(self, conn: GatewayConnection) -> None:
+        """Call ``conn.flush()`` at the end of this loop iteration."""
+        ...
+
+    def rearm(self) -> None:
+        """Re-arm the broker's timer after the connection made the broker act."""
+        ...
+
+    def authenticate(self, user: str | None, password: str | None, verdict: Verdict) -> None:
+        """Check credentials; call ``verdict`` on the loop thread with None (accepted) or the
+        reason of the refusal: at once when no password hash is computed, else later (never
+        if the server stops meanwhile)."""
+        ...
+
+    def principal(self, user: str | None) -> str | None:
+        """The user an accepted connection acts as (None: anonymous)."""
+        ...
+
+
+def peer_text(peer: object) -> str:
+    """``HOST:PORT`` (``[HOST]:PORT`` for IPv6) of a socket's ``peername``."""
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host = str(peer[0])
+        return f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
+    return str(peer) if peer else "?"
+
+
+def cert_subject(cert: object) -> str | None:
+    """The commonName of a peer certificate dict (``SSLSocket.getpeercert()``)."""
+    if not isinstance(cert, dict):
+        return None
+    for rdn in cert.get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                return str(value)
+    return None
+
+
+class GatewayConnection(asyncio.Protocol, abc.ABC):
+    """One client socket of some gateway: the I/O half (see the module doc).
+
+    Args:
+        host: the server that accepted the socket.
+        scheme: the listener's scheme, ``tcp`` or ``tls`` (for logs).
+    """
+
+    def __init__(self, host: ConnectionHost, scheme: str) -> None:
+        self.host = host
+        self.scheme = scheme
+        self.loop = host.loop
+        self.limits = host.limits
+        self.transport: asyncio.Transport | None = None
+        self.conn: BrokerConnection | None = None
+        self.peer = "?"
+        self.user: str | None = None
+        self._paused: set[str] = set()
+        self._out: list[bytes] = []
+        self._flush_scheduled = False
+        self._handshake_timer: asyncio.TimerHandle | None = None
+        self._abort_timer: asyncio.TimerHandle | None = None
+        self.last_sent = self.loop.time()
+        self.closed: asyncio.Future[None] = self.loop.create_future()
+
+    # ---- what a protocol supplies ---------------------------------------------------------
+    @abc.abstractmethod
+    def _mark_closed(self) -> bool:
+        """Switch the protocol state to closed; False if it already was."""
+
+    @abc.abstractmethod
+    def _handshake_expired(self) -> None:
+        """The handshake timer fired: close the connection if it is not open yet."""
+
+    @abc.abstractmethod
+    def check_timers(self, now: float) -> None:
+        """The server's periodic sweep at loop time ``now``: heartbeats, dead peers."""
+
+    # ---- asyncio.Protocol -------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """Admit the socket (or abort it: the server is stopping, or too many sockets), set
+        its write-buffer limits and start the handshake timer."""
+        transport = cast(asyncio.Transport, transport)  # uvloop's are not subclasses
+        self.transport = transport
+        self.peer = peer_text(transport.get_extra_info("peername"))
+        host = self.host
+        if host.stopping or not host.register(self):
+            transport.abort()
+            return
+        limits = self.limits
+        transport.set_write_buffer_limits(limits.write_buffer_high, limits.write_buffer_low)
+        self._handshake_timer = self.loop.call_later(
+            limits.handshake_timeout, self._on_handshake_timer
+        )
+        cert = transport.get_extra_info("peercert")
+        log_event(
+            log,
+            logging.DEBUG,
+            "connection_accepted",
+            peer=self.peer,
+            listener=self.scheme,
+            client_cert=cert_subject(cert) if cert else None,
+        )
+
+    def eof_received(self) -> bool | None:
+        """The peer closed its side: close ours too."""
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The socket is gone: release what the connection held and forget it."""
+        was_open = self._mark_closed()
+        self._cancel_timers()
+        self._drop_broker_side()
+        self.host.unregister(self)
+        if was_open:
+            self._log_closed(str(exc) if exc else "closed by the client")
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def pause_writing(self) -> None:
+        """The socket's write buffer passed ``write_buffer_high``: stop reading the peer."""
+        self._pause("write")
+
+    def resume_writing(self) -> None:
+        """The socket's write buffer drained below ``write_buffer_low``."""
+        self._resume("write")
+
+    # ---- output ---------------------------------------------------------------------------
+    def _write(self, frame: bytes) -> None:
+        self._out.append(frame)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.host.flush_soon(self)
+
+    def flush(self) -> None:
+        """Write what is queued for the socket (one ``writelines``)."""
+        self._flush_scheduled = False
+        out = self._out
+        t = self.transport
+        if not out or t is None or t.is_closing():
+            out.clear()
+            return
+        self._out = []
+        t.writelines(out)
+        self.last_sent = self.loop.time()
+
+    # ---- flow control -----------------------------------------------------------------------
+    def _pause(self, reason: str) -> None:
+        """Stop reading the peer until ``reason`` (and every other) is resumed."""
+        t = self.transport
+        if not self._paused and t is not None and not t.is_closing():
+            t.pause_reading()
+        self._paused.add(reason)
+
+    def _resume(self, reason: str) -> None:
+        """Drop ``reason``; read the peer again if it was the last one."""
+        self._paused.discard(reason)
+        t = self.transport
+        if not self._paused and t is not None and not t.is_closing():
+            t.resume_reading()
+
+    def _check_credentials(self, user: str | None, password: str | None, verdict: Verdict) -> None:
+        """Check credentials with reading paused (requests already read wait); ``verdict``
+        resumes it with ``self._resume("auth")`` once the connection is open."""
+        self._pause("auth")
+        self.host.authenticate(user, password, verdict)
+
+    # ---- closing --------------------------------------------------------------------------
+    def close(self, reason: str, *, drop: bool = False) -> None:
+        """Close the socket after what is queued for it; with ``drop``, release what the
+        connection held in the broker first (never from inside an engine callback)."""
+        if self._mark_closed():
+            self._shut(reason, drop=drop)
+
+    def _shut(self, reason: str, *, drop: bool) -> None:
+        """The I/O half of :meth:`close`, once the protocol state is closed."""
+        self._cancel_handshake_timer()
+        if drop:
+            self._drop_broker_side()
+        self.flush()
+        t = self.transport
+        if t is not None:
+            t.close()
+            # A peer that never reads would keep the socket open forever: abort it.
+            self._abort_timer = self.loop.call_later(self.limits.shutdown_grace, t.abort)
+        self._log_closed(reason)
+
+    def _drop_broker_side(self) -> None:
+        """Release what the broker holds for this connection (REL-10), once."""
+        broker = self.host.broker
+        if self.conn is not None and broker is not None and not self.conn.closed:
+            broker.drop_connection(self.conn)
+            self.host.rearm()
+
+    @property
+    def _conn_id(self) -> str | None:
+        return self.conn.id if self.conn is not None else None
+
+    def _log_closed(self, reason: str) -> None:
+        log_event(
+            log,
+            logging.INFO,
+            "connection_closed",
+            peer=self.peer,
+            conn=self._conn_id,
+            user=self.user,
+            reason=reason,
+        )
+
+    # ---- timers ---------------------------------------------------------------------------
+    def _on_handshake_timer(self) -> None:
+        self._handshake_timer = None
+        self._handshake_expired()
+
+    def _cancel_handshake_timer(self) -> None:
+        if self._handshake_timer is not None:
+            self._handshake_timer.cancel()
+            self._handshake_timer = None
+
+    def _cancel_timers(self) -> None:
+        for timer in (self._handshake_timer, self._abort_timer):
+            if timer is not None:
+                timer.cancel()
+        self._handshake_timer = self._abort_timer = None
