@@ -18,7 +18,7 @@ re-creates the connection's state on it (client id, temporary destinations by na
 consumers with their ids) before installing it. Meanwhile every call that needs the broker
 waits (``_link``). Delivery ids are per link, so a request or an acknowledgement that carries
 ids is bound to the epoch it read them in: sent on a later link it would name other messages,
-so it is dropped or scrubbed (``Session._scrub``). A request that was on the wire when the
+so it is dropped or scrubbed (``DeliveryLedger.scrub``). A request that was on the wire when the
 link died is in doubt: it raises ``JMSException`` saying so (never silently retried), except
 read-only ones (pull, browse, stat), which are sent again.
 """
@@ -37,9 +37,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from ternmq._version import __version__
 from ternmq.client._failover import FailoverOptions, is_failover_url, parse_failover_url
+from ternmq.client._metadata import ConnectionMetaData
 from ternmq.client._util import check_reply, parse_url
+from ternmq.client.context import JMSContext
+from ternmq.client.session import Session
 from ternmq.destination import Destination
 from ternmq.errors import (
     IllegalStateException,
@@ -52,9 +54,9 @@ from ternmq.transport._options import flag_option
 
 if TYPE_CHECKING:
     from ternmq.broker.clock import Clock
+    from ternmq.client._types import Bound
     from ternmq.client.consumer import MessageConsumer
-    from ternmq.client.context import JMSContext
-    from ternmq.client.session import Session
+    from ternmq.transport._base import Transport
     from ternmq.transport._pending import PendingReply
     from ternmq.transport.tcp import TcpOptions
 
@@ -90,22 +92,6 @@ _CLIENT_OPTIONS: Final = ("prefetch", "client_id", "block_on_non_persistent_send
 # Requests that change nothing in the broker: in flight when a failover link died, they are
 # simply sent again on the new link.
 _RESENDABLE: Final = (c.Pull, c.Browse, c.Stat, c.GetBounds, c.ReadRange)
-
-
-class ConnectionMetaData:
-    """What the provider reports about itself (JMS ``ConnectionMetaData``, CONN-23)."""
-
-    jms_version = "2.0"
-    jms_major_version = 2
-    jms_minor_version = 0
-    provider_name = "ternmq"
-    provider_version = __version__
-    provider_major_version = int(__version__.split(".")[0])
-    provider_minor_version = int(__version__.split(".")[1])
-    jmsx_property_names = ("JMSXDeliveryCount", "JMSXGroupID", "JMSXGroupSeq")
-
-    def __repr__(self) -> str:
-        return f"ConnectionMetaData(provider='ternmq {self.provider_version}', jms='2.0')"
 
 
 class ConnectionFactory:
@@ -196,7 +182,7 @@ class ConnectionFactory:
         self.data_dir = opts.get("data_dir") or None
         self.trusted_modules = frozenset(trusted_modules) if trusted_modules is not None else None
 
-    def _transport(self, on_event: Callable[[c.Command], None]) -> Any:
+    def _transport(self, on_event: Callable[[c.Command], None]) -> Transport:
         if self._failover is not None:
             return self._failover.open(on_event)[0]
         if self._tcp is not None:
@@ -230,8 +216,6 @@ class ConnectionFactory:
             JMSSecurityRuntimeException: bad credentials.
             JMSRuntimeException: the broker cannot be reached or the mode is invalid.
         """
-        from ternmq.client.context import JMSContext
-
         return JMSContext._create(self, user, password, session_mode)
 
 
@@ -270,7 +254,7 @@ class Connection:
         self._link_no = 0  # the current link; a candidate link being set up has a higher one
         self._target = 0  # index of the broker the current link goes to
         self._corrs = itertools.count(1)  # correlation numbers outlive links
-        self._transport: Any
+        self._transport: Transport
         try:
             if self._failover is not None:
                 self._transport, self._target = self._failover.open(self._events(0))
@@ -432,8 +416,6 @@ class Connection:
             IllegalStateException: the connection is closed.
             JMSException: an invalid acknowledge mode.
         """
-        from ternmq.client.session import Session
-
         if isinstance(transacted, bool):
             if transacted:
                 mode = Session.SESSION_TRANSACTED
@@ -484,11 +466,12 @@ class Connection:
         return ConnectionMetaData()
 
     # ---- internals used by sessions ------------------------------------------------------
-    def request(self, req: c.Request, bound: Session | None = None, epoch: int = 0) -> c.Reply:
+    def request(self, req: c.Request, bound: Bound | None = None, epoch: int = 0) -> c.Reply:
         """Send a request to the broker and return its reply (no error check).
 
-        ``bound``/``epoch``: the request carries delivery ids that ``bound`` read in ``epoch``;
-        after a failover it is scrubbed of them (``Session._scrub``).
+        ``bound``/``epoch``: the request carries delivery ids that ``bound`` (a session's ledger)
+        read in ``epoch``;
+        after a failover it is scrubbed of them (``DeliveryLedger.scrub``).
 
         Raises:
             JMSException: the link is lost or closed; with failover, the link was lost while
@@ -522,14 +505,14 @@ class Connection:
             assert pending is not None
             return pending
         try:
-            return self._transport.submit(req, lazy)  # type: ignore[no-any-return]
+            return self._transport.submit(req, lazy)
         except JMSException:
             raise
         except OSError as exc:
             raise JMSException(f"broker link failed: {exc}", linked_exception=exc) from exc
 
     def oneway(
-        self, req: c.Request, bound: Session | None = None, epoch: int = 0, lazy: bool = False
+        self, req: c.Request, bound: Bound | None = None, epoch: int = 0, lazy: bool = False
     ) -> None:
         """Send a request that needs no reply (dropped if the link is lost). ``bound`` and
         ``epoch`` as for :meth:`request`: a request bound to an older link is dropped.
@@ -541,7 +524,7 @@ class Connection:
             transport = self._link()
         except JMSException:
             return  # closed, or given up waiting: what it acknowledged comes back anyway
-        if bound is not None and bound._epoch != epoch:
+        if bound is not None and bound.epoch != epoch:
             return
         transport.send_oneway(req, lazy)
 
@@ -553,9 +536,14 @@ class Connection:
         """A fresh request correlation number."""
         if self._failover is not None:
             return next(self._corrs)
-        return self._transport.next_corr()  # type: ignore[no-any-return]
+        return self._transport.next_corr()
 
     # ---- failover ------------------------------------------------------------------------
+    @property
+    def _failing_over(self) -> bool:
+        """True for a connection with a ``failover:`` URL."""
+        return self._failover is not None
+
     def _events(self, link: int) -> Callable[[c.Command], None]:
         return lambda cmd: self._on_event(cmd, link)
 
@@ -589,14 +577,14 @@ class Connection:
             return self._transport
 
     def _submit_bound(
-        self, req: c.Request, bound: Session | None, epoch: int
+        self, req: c.Request, bound: Bound | None, epoch: int
     ) -> tuple[PendingReply | None, c.Request]:
         if not req.corr:
             req = msgspec.structs.replace(req, corr=next(self._corrs))
         while True:
             transport = self._link()
-            if bound is not None and bound._epoch != epoch:
-                scrubbed = bound._scrub(req)
+            if bound is not None and bound.epoch != epoch:
+                scrubbed = bound.scrub(req)
                 if scrubbed is None:
                     return None, req
                 req = scrubbed

@@ -23,7 +23,7 @@ simplified API and the classic API lacks:
 * **Auto-start** (CTX-08, A-06): each consumer-creating call starts the connection while
   ``auto_start`` is true.
 * **receive_body** (CTX-35, CTX-36). The session's single hand-over path
-  (``Session._hand_over``: buffer -> application) is wrapped once per context. When the thread
+  (``DeliveryLedger.hand_over``: buffer -> application) is wrapped once per context. When the thread
   is inside ``receive_body(cls)``, the wrapper checks the body there: in a transacted or
   CLIENT_ACKNOWLEDGE context the message already counts as delivered and unacknowledged (the
   classic path put it there), so the check simply raises; in AUTO/DUPS_OK the delivery goes
@@ -41,7 +41,7 @@ from __future__ import annotations
 import enum
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from ternmq.client._jms_consumer import JMSConsumer
 from ternmq.client._jms_producer import JMSProducer
@@ -71,7 +71,8 @@ from ternmq.message import (
 )
 
 if TYPE_CHECKING:
-    from ternmq.client.connection import Connection, ConnectionFactory, ConnectionMetaData
+    from ternmq.client._metadata import ConnectionMetaData
+    from ternmq.client._types import ConsumerPort
     from ternmq.protocol import commands as c
 
 __all__ = ["JMSConsumer", "JMSContext", "JMSProducer"]
@@ -80,6 +81,79 @@ ExceptionListener = Callable[[JMSRuntimeException], object]
 MessageListener = Callable[[Message], object]
 
 _T = TypeVar("_T")
+
+
+class ContextConnection(Protocol):
+    """What a context needs of its connection (a ``Connection``; this module does not import
+    the connection's, which imports this one for ``ConnectionFactory.create_context``)."""
+
+    exception_listener: Callable[[JMSException], object] | None
+
+    @property
+    def client_id(self) -> str | None:
+        """The client identifier, or None."""
+        ...
+
+    @client_id.setter
+    def client_id(self, value: str) -> None:
+        """Set the client identifier (the first action only)."""
+        ...
+
+    @property
+    def metadata(self) -> ConnectionMetaData:
+        """Provider and JMS version information."""
+        ...
+
+    def create_session(self, transacted: bool | int = False, acknowledge_mode: int = 1) -> Session:
+        """Create a session.
+
+        Raises:
+            IllegalStateException: the connection is closed.
+        """
+        ...
+
+    def start(self) -> None:
+        """Start delivery.
+
+        Raises:
+            IllegalStateException: the connection is closed.
+        """
+        ...
+
+    def stop(self) -> None:
+        """Pause delivery.
+
+        Raises:
+            IllegalStateException: the connection is closed, or called from a listener.
+        """
+        ...
+
+    def close(self) -> None:
+        """Close the connection.
+
+        Raises:
+            IllegalStateException: called from a listener of this connection.
+        """
+        ...
+
+    def _check_open(self) -> None:
+        """Raise IllegalStateException if the connection is closed or failed."""
+        ...
+
+
+class ContextFactory(Protocol):
+    """What a context needs of its connection factory (a ``ConnectionFactory``)."""
+
+    def create_connection(
+        self, user: str | None = None, password: str | None = None
+    ) -> ContextConnection:
+        """Open a connection.
+
+        Raises:
+            JMSException: the broker cannot be reached or refused the credentials.
+        """
+        ...
+
 
 _MODES = (
     Session.SESSION_TRANSACTED,
@@ -121,7 +195,7 @@ _TRANSITIONS: dict[tuple[_State, str], _State] = {
 class _SharedConnection:
     """The connection behind one or more sibling contexts, with their count (CTX-03, CTX-04)."""
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: ContextConnection) -> None:
         self.connection = connection
         self.lock = threading.Lock()
         self.open_contexts = 1
@@ -187,7 +261,7 @@ class JMSContext:
     @classmethod
     def _create(
         cls,
-        factory: ConnectionFactory,
+        factory: ContextFactory,
         user: str | None,
         password: str | None,
         session_mode: int,
@@ -242,9 +316,10 @@ class JMSContext:
 
     def _install_hand_over(self, session: Session) -> None:
         """Wrap the session's one hand-over path (see the module docstring)."""
-        original = session._hand_over
+        ledger = session._ledger
+        original = ledger.hand_over
 
-        def hand_over(consumer: MessageConsumer, d: c.Deliver, epoch: int) -> Message | None:
+        def hand_over(consumer: ConsumerPort, d: c.Deliver, epoch: int) -> Message | None:
             msg = original(consumer, d, epoch)
             if msg is None:
                 return None
@@ -253,10 +328,10 @@ class JMSContext:
                 msg._ack_hook = self._wrap_acknowledge(ack)
             request: _BodyRequest | None = getattr(self._body_requests, "request", None)
             if request is not None and request.consumer is consumer:
-                self._take_body(session, consumer, d, msg, request)
+                self._take_body(session, request.consumer, d, msg, request)
             return msg
 
-        session._hand_over = hand_over  # type: ignore[method-assign]
+        ledger.hand_over = hand_over
 
     def _take_body(
         self,
@@ -450,12 +525,12 @@ class JMSContext:
             # Refuse before taking the lock: the closing thread may be waiting for this very
             # callback to return.
             me = threading.get_ident()
-            if me == session._listener_ident:
+            if me == session._listener_thread.ident:
                 raise IllegalStateRuntimeException(
                     "a JMSContext cannot be closed from one of its own message listeners "
                     "(hand the close to another thread)"
                 )
-            if me == session._completion_ident:
+            if me == session._window.completion_ident:
                 raise IllegalStateRuntimeException(
                     "a JMSContext cannot be closed from a completion listener of its own sends"
                 )
