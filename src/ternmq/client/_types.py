@@ -26,9 +26,20 @@ if TYPE_CHECKING:
     from ternmq.errors import JMSException
     from ternmq.message import Message
     from ternmq.protocol import commands as c
+    from ternmq.transport._base import Transport
     from ternmq.transport._pending import PendingReply
 
-__all__ = ["Bound", "ConsumerPort", "Link", "MessageListener", "SessionState"]
+__all__ = [
+    "Bound",
+    "ConsumerPort",
+    "Link",
+    "MessageListener",
+    "OnewayFn",
+    "RequestFn",
+    "Route",
+    "SessionState",
+    "SubmitFn",
+]
 
 MessageListener = Callable[["Message"], object]
 
@@ -124,3 +135,83 @@ class SessionState(Protocol):
     _id: int
     _closed: bool
     _closing: bool
+
+
+class RequestFn(Protocol):
+    """``Connection.request``: send a request, return its reply (no error check)."""
+
+    def __call__(self, req: c.Request, bound: Bound | None = None, epoch: int = 0) -> c.Reply:
+        """Raises JMSException: the link is lost or closed (with failover: in doubt)."""
+        ...
+
+
+class SubmitFn(Protocol):
+    """``Connection.submit``: send a request without waiting for its reply."""
+
+    def __call__(self, req: c.Request, lazy: bool = False) -> PendingReply:
+        """Raises JMSException: the link is already lost or closed."""
+        ...
+
+
+class OnewayFn(Protocol):
+    """``Connection.oneway``: send a request that needs no reply."""
+
+    def __call__(
+        self, req: c.Request, bound: Bound | None = None, epoch: int = 0, lazy: bool = False
+    ) -> None:
+        """Raises nothing: on a lost link the request is dropped."""
+        ...
+
+
+class Route(Protocol):
+    """How a connection's requests reach the broker: straight over one transport, or over
+    whichever link a failover keeps alive. The connection binds these methods as its own
+    (no call layer per request)."""
+
+    def request(self, req: c.Request, bound: Bound | None = None, epoch: int = 0) -> c.Reply:
+        """Send ``req`` and return its reply (no error check).
+
+        Raises:
+            JMSException: the link is lost or closed (with failover: in doubt).
+        """
+        ...
+
+    def submit(self, req: c.Request, lazy: bool = False) -> PendingReply:
+        """Send ``req`` without waiting.
+
+        Raises:
+            JMSException: the link is already lost or closed.
+        """
+        ...
+
+    def oneway(
+        self, req: c.Request, bound: Bound | None = None, epoch: int = 0, lazy: bool = False
+    ) -> None:
+        """Send ``req`` expecting no reply. Raises nothing."""
+        ...
+
+    @property
+    def transport(self) -> Transport:
+        """The link in use now."""
+        ...
+
+    def flush(self) -> None:
+        """Write what lazy requests left waiting. Raises nothing."""
+        ...
+
+    def next_corr(self) -> int:
+        """A fresh request correlation number."""
+        ...
+
+    def ready(self) -> None:
+        """The connection is set up: from now on a lost link is handled."""
+        ...
+
+    def start_close(self) -> None:
+        """The connection is closing: a reconnect in progress gives up, waiting calls stop."""
+        ...
+
+    def end_close(self) -> tuple[Transport, bool]:
+        """The connection is closed: the link to close, and whether a reconnect was in
+        progress (then no ``Disconnect`` is said)."""
+        ...
