@@ -7,9 +7,9 @@ receipt; an asynchronous one returns at once and its completion listener runs la
 session's completion thread, in send order. With ``block_on_non_persistent_send=false`` (a
 factory option, catalog A-08) a synchronous NON_PERSISTENT send does not wait either: it is
 pipelined, and a failure the broker reports is raised by the session's next send or commit.
-At most :data:`~ternmq.client._send_window.SEND_WINDOW` sends of a session are in flight; past that
-the sender waits for the oldest, so a broker that holds receipts back (a full destination
-under the "block" policy) slows its producers down.
+At most :data:`~ternmq.client._send_window.SEND_WINDOW` sends of a session are in flight;
+past that the sender waits for the oldest, so a broker that holds receipts back (a full
+destination under the "block" policy) slows its producers down.
 
 A producer holds its session's :class:`~ternmq.client._send_window.SendWindow` (sends in
 flight) and :class:`~ternmq.client._ledger.DeliveryLedger` (whether the transaction did work,
