@@ -91,9 +91,9 @@ class DeliveryLedger:
     ) -> None:
         self._session = session
         self._id = session._id
-        self._mode = mode
-        self._link = link
-        self._consumers = consumers
+        self.mode = mode
+        self.link = link
+        self.consumers = consumers
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
         # Threads waiting in close() for pending receive() calls to return (CONS-15): only
@@ -114,7 +114,7 @@ class DeliveryLedger:
         """Turn a delivery read in ``epoch`` into the application's message, or None if it
         expired (REL-23) or came on a link lost since (the broker redelivers it). Called
         without the lock."""
-        conn = self._link
+        conn = self.link
         if epoch != self.epoch:
             return None
         if d.expiration and conn.clock.now_ms() >= d.expiration:
@@ -147,11 +147,11 @@ class DeliveryLedger:
 
     def after_receive(self, did: int, epoch: int) -> None:
         """Automatic acknowledgement after ``receive`` returned a message read in ``epoch``."""
-        mode = self._mode
+        mode = self.mode
         if mode == AUTO:
             # Written at once, never lazy: only the last consumed message may come back
             # after a failure (REL-05); DUPS_OK_ACKNOWLEDGE is the batched mode.
-            self._link.oneway(c.Ack(session_id=self._id, delivery_ids=[did]), self, epoch)
+            self.link.oneway(c.Ack(session_id=self._id, delivery_ids=[did]), self, epoch)
         elif mode == DUPS_OK:
             if epoch != self.dups_epoch:
                 self.dups_pending = []  # ids of a lost link: the broker took them back
@@ -164,7 +164,7 @@ class DeliveryLedger:
         """DUPS_OK: acknowledge the batch collected so far. Raises nothing."""
         if self.dups_pending:
             ids, self.dups_pending = self.dups_pending, []
-            self._link.oneway(c.Ack(session_id=self._id, delivery_ids=ids), self, self.dups_epoch)
+            self.link.oneway(c.Ack(session_id=self._id, delivery_ids=ids), self, self.dups_epoch)
 
     # ---- acknowledgement -----------------------------------------------------------------
     def acknowledge_all(self) -> None:
@@ -182,7 +182,7 @@ class DeliveryLedger:
             epoch = self.epoch
         if ids:
             check_reply(
-                self._link.request(c.Ack(session_id=self._id, delivery_ids=ids), self, epoch)
+                self.link.request(c.Ack(session_id=self._id, delivery_ids=ids), self, epoch)
             )
 
     def check_ack_open(self) -> None:
@@ -201,7 +201,7 @@ class DeliveryLedger:
         Raises:
             JMSException: the broker refused or the link failed.
         """
-        reply = check_reply(self._link.request(req, self, epoch))
+        reply = check_reply(self.link.request(req, self, epoch))
         if isinstance(reply, c.Released):
             self.drop_released(reply.delivery_ids)
 
@@ -210,7 +210,7 @@ class DeliveryLedger:
         gone = set(ids)
         with self.cond:
             self.unacked = [(d, k) for d, k in self.unacked if d not in gone]
-            for consumer in self._consumers.values():
+            for consumer in self.consumers.values():
                 buf = consumer._buffer
                 if buf and any(d.delivery_id in gone for d in buf):
                     kept = [d for d in buf if d.delivery_id not in gone]
@@ -250,10 +250,10 @@ class DeliveryLedger:
             self.epoch += 1
             self.unacked = []
             self.dups_pending = []
-            for consumer in self._consumers.values():
+            for consumer in self.consumers.values():
                 consumer._buffer.clear()
                 consumer._consumed = 0
-            if self._mode == TRANSACTED and self.tx_work and not self.rollback_only:
+            if self.mode == TRANSACTED and self.tx_work and not self.rollback_only:
                 self.rollback_only = JMSException(
                     "the connection to the broker was lost while it was in progress, and "
                     "the broker rolled back its sends and receives (failover)"

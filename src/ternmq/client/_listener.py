@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ternmq.client._ledger import AUTO, DUPS_OK
@@ -30,7 +29,7 @@ from ternmq.protocol import commands as c
 
 if TYPE_CHECKING:
     from ternmq.client._ledger import DeliveryLedger
-    from ternmq.client._types import ConsumerPort, Link, SessionState
+    from ternmq.client._types import ConsumerPort, SessionState
 
 __all__ = ["ListenerThread"]
 
@@ -42,25 +41,16 @@ class ListenerThread:
 
     Args:
         session: the session (its id, and its closing and closed flags).
-        mode: the session mode, 0 (transacted) to 3 (DUPS_OK).
-        link: the connection.
-        ledger: the session's delivery ledger (its lock, hand-over and acknowledgements).
-        consumers: the session's consumers by id (the same mapping the session keeps).
+        ledger: the session's delivery ledger (its lock, mode, connection and consumers,
+            the hand-over and the acknowledgements).
     """
 
-    def __init__(
-        self,
-        session: SessionState,
-        mode: int,
-        link: Link,
-        ledger: DeliveryLedger,
-        consumers: Mapping[int, ConsumerPort],
-    ) -> None:
+    def __init__(self, session: SessionState, ledger: DeliveryLedger) -> None:
         self._session = session
-        self._mode = mode
-        self._link = link
+        self._mode = ledger.mode
+        self._link = ledger.link
         self._ledger = ledger
-        self._consumers = consumers
+        self._consumers = ledger.consumers
         self._thread: threading.Thread | None = None
         self.ident: int | None = None
         self.running: ConsumerPort | None = None  # whose listener runs now

@@ -36,6 +36,7 @@ __all__ = [
     "MessageListener",
     "OnewayFn",
     "RequestFn",
+    "Requests",
     "Route",
     "SessionState",
     "SubmitFn",
@@ -56,21 +57,8 @@ class Bound(Protocol):
         ...
 
 
-class Link(Protocol):
-    """What a session's parts need of their connection (a ``Connection``)."""
-
-    clock: Clock
-    prefetch: int
-    block_np_sends: bool
-    local: bool
-    trusted_modules: frozenset[str] | None
-    _failure: JMSException | None
-    _listener_threads: set[int]
-
-    @property
-    def started(self) -> bool:
-        """True while delivery is on."""
-        ...
+class Requests(Protocol):
+    """How requests reach the broker: what a connection offers and its route implements."""
 
     def request(self, req: c.Request, bound: Bound | None = None, epoch: int = 0) -> c.Reply:
         """Send ``req`` and return its reply.
@@ -100,6 +88,23 @@ class Link(Protocol):
 
     def next_corr(self) -> int:
         """A fresh request correlation number."""
+        ...
+
+
+class Link(Requests, Protocol):
+    """What a session's parts need of their connection (a ``Connection``)."""
+
+    clock: Clock
+    prefetch: int
+    block_np_sends: bool
+    local: bool
+    trusted_modules: frozenset[str] | None
+    _failure: JMSException | None
+    _listener_threads: set[int]
+
+    @property
+    def started(self) -> bool:
+        """True while delivery is on."""
         ...
 
     def next_message_id(self) -> str:
@@ -163,44 +168,14 @@ class OnewayFn(Protocol):
         ...
 
 
-class Route(Protocol):
+class Route(Requests, Protocol):
     """How a connection's requests reach the broker: straight over one transport, or over
     whichever link a failover keeps alive. The connection binds these methods as its own
     (no call layer per request)."""
 
-    def request(self, req: c.Request, bound: Bound | None = None, epoch: int = 0) -> c.Reply:
-        """Send ``req`` and return its reply (no error check).
-
-        Raises:
-            JMSException: the link is lost or closed (with failover: in doubt).
-        """
-        ...
-
-    def submit(self, req: c.Request, lazy: bool = False) -> PendingReply:
-        """Send ``req`` without waiting.
-
-        Raises:
-            JMSException: the link is already lost or closed.
-        """
-        ...
-
-    def oneway(
-        self, req: c.Request, bound: Bound | None = None, epoch: int = 0, lazy: bool = False
-    ) -> None:
-        """Send ``req`` expecting no reply. Raises nothing."""
-        ...
-
     @property
     def transport(self) -> Transport:
         """The link in use now."""
-        ...
-
-    def flush(self) -> None:
-        """Write what lazy requests left waiting. Raises nothing."""
-        ...
-
-    def next_corr(self) -> int:
-        """A fresh request correlation number."""
         ...
 
     def ready(self) -> None:

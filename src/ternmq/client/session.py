@@ -116,7 +116,7 @@ class Session:
         self._producers: list[MessageProducer] = []
         self._browsers: list[QueueBrowser] = []
         self._ledger = ledger = DeliveryLedger(self, mode, connection, self._consumers)
-        self._listener_thread = ListenerThread(self, mode, connection, ledger, self._consumers)
+        self._listener_thread = ListenerThread(self, ledger)
         self._window = SendWindow(
             sid,
             mode == self.SESSION_TRANSACTED,
