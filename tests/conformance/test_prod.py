@@ -1028,7 +1028,7 @@ def test_a_08_send_window_bounds_sends_in_flight(
 ) -> None:
     """A-08: at most SEND_WINDOW pipelined sends of a session are in flight: against a broker
     that holds receipts back, the send past the window waits until the oldest is answered."""
-    import ternmq.client.session as session_module
+    import ternmq.client._send_window as session_module
 
     monkeypatch.setattr(session_module, "SEND_WINDOW", 2)
     # 2 stored, 2 held back by the broker (in flight), the 5th send waits for the window
@@ -1043,7 +1043,7 @@ def test_a_08_quiet_sends_count_in_the_window(
     counts them all. SEND_WINDOW 8, QUIET_RUN 4, the broker holding every send after the
     first two: sends 0-10 return, send 11's answer makes 12 in flight, so it waits for the
     answer to send 3; every message arrives, in order."""
-    import ternmq.client.session as session_module
+    import ternmq.client._send_window as session_module
 
     monkeypatch.setattr(session_module, "SEND_WINDOW", 8)
     monkeypatch.setattr(session_module, "QUIET_RUN", 4)

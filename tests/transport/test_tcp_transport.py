@@ -290,7 +290,7 @@ def test_pipelined_sends_are_mostly_quiet(server: FakeServer) -> None:
     """A-08: of 100 pipelined NON_PERSISTENT sends outside a transaction, one in QUIET_RUN
     (32) goes as an ordinary request (a corr, an answer); the others are quiet (corr 0, no
     answer unless refused). In a transacted session every one is answered."""
-    from ternmq.client.session import QUIET_RUN
+    from ternmq.client._send_window import QUIET_RUN
 
     factory = ConnectionFactory(server.url, block_on_non_persistent_send=False)
     with factory.create_connection() as conn:

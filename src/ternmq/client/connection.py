@@ -9,18 +9,12 @@ are routed to the consumer's buffer under that consumer's session lock. No clien
 held while calling the transport, and the transport never calls back into the broker from a
 delivery, so locks cannot be taken in opposite orders.
 
-Failover (a ``failover:`` URL, :mod:`ternmq.client._failover`): a lost link is not reported;
-a reconnect thread closes the dead transport (its reader has ended: no stale delivery can
-arrive after that), makes every session drop what it held from the old link (buffers,
-unacknowledged deliveries: the broker takes them back and redelivers them; a transaction in
-progress becomes rollback-only) and bumps the session's *epoch*, then opens a new link and
-re-creates the connection's state on it (client id, temporary destinations by name, sessions,
-consumers with their ids) before installing it. Meanwhile every call that needs the broker
-waits (``_link``). Delivery ids are per link, so a request or an acknowledgement that carries
-ids is bound to the epoch it read them in: sent on a later link it would name other messages,
-so it is dropped or scrubbed (``Session._scrub``). A request that was on the wire when the
-link died is in doubt: it raises ``JMSException`` saying so (never silently retried), except
-read-only ones (pull, browse, stat), which are sent again.
+Routing: ``request``, ``submit``, ``oneway``, ``flush`` and ``next_corr`` are bound in
+``__init__`` to the connection's *route* (no call layer per request): :class:`_DirectRoute`
+over one transport, or, for a ``failover:`` URL, :class:`~ternmq.client._failover.FailoverRoute`,
+the one home of reconnecting (see :mod:`ternmq.client._failover`). The connection only tells
+the route when it is ready and when it closes, and re-creates its state on a new link when
+asked (:meth:`Connection._replay`).
 """
 
 from __future__ import annotations
@@ -30,16 +24,20 @@ import itertools
 import logging
 import queue
 import threading
-import time
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
-import msgspec
-
-from ternmq._version import __version__
-from ternmq.client._failover import FailoverOptions, is_failover_url, parse_failover_url
+from ternmq.client._failover import (
+    FailoverOptions,
+    FailoverRoute,
+    is_failover_url,
+    parse_failover_url,
+)
+from ternmq.client._metadata import ConnectionMetaData
 from ternmq.client._util import check_reply, parse_url
+from ternmq.client.context import JMSContext
+from ternmq.client.session import Session
 from ternmq.destination import Destination
 from ternmq.errors import (
     IllegalStateException,
@@ -52,9 +50,9 @@ from ternmq.transport._options import flag_option
 
 if TYPE_CHECKING:
     from ternmq.broker.clock import Clock
+    from ternmq.client._types import Bound, OnewayFn, RequestFn, Route, SubmitFn
     from ternmq.client.consumer import MessageConsumer
-    from ternmq.client.context import JMSContext
-    from ternmq.client.session import Session
+    from ternmq.transport._base import Transport
     from ternmq.transport._pending import PendingReply
     from ternmq.transport.tcp import TcpOptions
 
@@ -90,22 +88,6 @@ _CLIENT_OPTIONS: Final = ("prefetch", "client_id", "block_on_non_persistent_send
 # Requests that change nothing in the broker: in flight when a failover link died, they are
 # simply sent again on the new link.
 _RESENDABLE: Final = (c.Pull, c.Browse, c.Stat, c.GetBounds, c.ReadRange)
-
-
-class ConnectionMetaData:
-    """What the provider reports about itself (JMS ``ConnectionMetaData``, CONN-23)."""
-
-    jms_version = "2.0"
-    jms_major_version = 2
-    jms_minor_version = 0
-    provider_name = "ternmq"
-    provider_version = __version__
-    provider_major_version = int(__version__.split(".")[0])
-    provider_minor_version = int(__version__.split(".")[1])
-    jmsx_property_names = ("JMSXDeliveryCount", "JMSXGroupID", "JMSXGroupSeq")
-
-    def __repr__(self) -> str:
-        return f"ConnectionMetaData(provider='ternmq {self.provider_version}', jms='2.0')"
 
 
 class ConnectionFactory:
@@ -196,9 +178,8 @@ class ConnectionFactory:
         self.data_dir = opts.get("data_dir") or None
         self.trusted_modules = frozenset(trusted_modules) if trusted_modules is not None else None
 
-    def _transport(self, on_event: Callable[[c.Command], None]) -> Any:
-        if self._failover is not None:
-            return self._failover.open(on_event)[0]
+    def _transport(self, on_event: Callable[[c.Command], None]) -> Transport:
+        """A new link to the one broker of a plain (not failover) URL."""
         if self._tcp is not None:
             return self._tcp.connect(on_event)
         from ternmq.broker.embedded import get_embedded
@@ -231,9 +212,59 @@ class ConnectionFactory:
             JMSSecurityRuntimeException: bad credentials.
             JMSRuntimeException: the broker cannot be reached or the mode is invalid.
         """
-        from ternmq.client.context import JMSContext
-
         return JMSContext._create(self, user, password, session_mode)
+
+
+class _DirectRoute:
+    """A plain connection's requests: straight over its one transport."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+        self._submit = transport.submit
+        self._send_oneway = transport.send_oneway
+        self.flush = transport.flush
+        self.next_corr = transport.next_corr
+
+    def request(self, req: c.Request, bound: Bound | None = None, epoch: int = 0) -> c.Reply:
+        """Send a request to the broker and return its reply (no error check); ``bound``
+        and ``epoch`` matter to failover only.
+
+        Raises:
+            JMSException: the link is lost or closed.
+        """
+        return self.submit(req).result()
+
+    def submit(self, req: c.Request, lazy: bool = False) -> PendingReply:
+        """Send a request without waiting; its reply (or the link's failure) resolves the
+        returned handle. ``lazy``: over a network the request may wait a moment for company
+        (waiting on the handle writes it at once).
+
+        Raises:
+            JMSException: the link is already lost or closed.
+        """
+        try:
+            return self._submit(req, lazy)
+        except JMSException:
+            raise
+        except OSError as exc:
+            raise JMSException(f"broker link failed: {exc}", linked_exception=exc) from exc
+
+    def oneway(
+        self, req: c.Request, bound: Bound | None = None, epoch: int = 0, lazy: bool = False
+    ) -> None:
+        """Send a request that needs no reply (dropped if the link is lost); ``lazy`` as for
+        :meth:`submit`. Raises nothing."""
+        self._send_oneway(req, lazy)
+
+    def ready(self) -> None:
+        """Nothing to arm: a lost link fails the connection (``ConnectionFailed``)."""
+
+    def start_close(self) -> None:
+        """Nothing waits for a link here."""
+
+    def end_close(self) -> tuple[Transport, bool]:
+        """The link to close; never reconnecting."""
+        return self.transport, False
 
 
 class Connection:
@@ -261,47 +292,61 @@ class Connection:
         self.trusted_modules = factory.trusted_modules
         self._listener_threads: set[int] = set()
         self._temporaries: set[Destination] = set()
-        # failover (see the module docstring); all of it is unused without a failover: URL
         self._failover = factory._failover
         self._user, self._password = user, password
-        self._link_cond = threading.Condition(threading.Lock())
-        self._reconnecting = False
-        self._closing = False
-        self._ready = False
-        self._link_no = 0  # the current link; a candidate link being set up has a higher one
-        self._target = 0  # index of the broker the current link goes to
-        self._corrs = itertools.count(1)  # correlation numbers outlive links
-        self._transport: Any
+        self.connection_id = ""
+        route: Route
         try:
             if self._failover is not None:
-                self._transport, self._target = self._failover.open(self._events(0))
+                route = FailoverRoute(self._failover, self)
             else:
-                self._transport = factory._transport(self._on_event)
+                route = _DirectRoute(factory._transport(self._on_event))
         except JMSException:
             raise
         except OSError as exc:
             raise JMSException(
                 f"cannot reach the broker at {factory.url}: {exc}", linked_exception=exc
             ) from exc
-        self.clock: Clock = self._transport.clock
-        reply = self._transport.request(
+        self._route = route
+        # The routing methods are the route's own (no call layer per request): see the
+        # module docstring and the class attributes below.
+        self.request = route.request
+        self.submit = route.submit
+        self.oneway = route.oneway
+        self.flush = route.flush
+        self.next_corr = route.next_corr
+        transport = route.transport
+        self.clock: Clock = transport.clock
+        reply = transport.request(
             c.Connect(user=user, password=password, client_id=factory.client_id)
         )
         try:
             check_reply(reply)
         except JMSSecurityException:
-            self._transport.close()
+            transport.close()
             raise
         except JMSException:
-            self._transport.close()
+            transport.close()
             raise
         assert isinstance(reply, c.Connected)
         self.connection_id = reply.connection_id
         if factory.client_id is not None:
             self._client_id = factory.client_id
-        self._ready = True
-        if self._failover is not None and self._transport.lost:
-            self._link_lost(0)  # lost during the handshake, before anyone could hear of it
+        route.ready()
+
+    # Bound to the route's methods in __init__ (documented there: _DirectRoute and
+    # FailoverRoute): send a request and wait for its reply; send without waiting; send
+    # expecting no reply; write what lazy requests left waiting; a fresh correlation number.
+    request: RequestFn
+    submit: SubmitFn
+    oneway: OnewayFn
+    flush: Callable[[], None]
+    next_corr: Callable[[], int]
+
+    @property
+    def _transport(self) -> Transport:
+        """The link in use now."""
+        return self._route.transport
 
     # ---- identity ----------------------------------------------------------------------
     @property
@@ -391,17 +436,12 @@ class Connection:
             sessions = list(self._sessions)
         for s in sessions:
             s._check_not_in_completion("close() of its connection")
-        with self._link_cond:  # a reconnect in progress gives up; calls stop waiting for it
-            self._closing = True
-            self._link_cond.notify_all()
+        self._route.start_close()  # a reconnect in progress gives up; calls stop waiting
         for s in sessions:
             s._close(from_connection=True)
         with self._lock:
             self._state = _TRANSITIONS[(self._state, "close")]
-        with self._link_cond:
-            self._link_cond.notify_all()
-            transport = self._transport
-            reconnecting = self._reconnecting
+        transport, reconnecting = self._route.end_close()
         try:
             if self._failure is None and not reconnecting:
                 transport.request(c.Disconnect())
@@ -433,8 +473,6 @@ class Connection:
             IllegalStateException: the connection is closed.
             JMSException: an invalid acknowledge mode.
         """
-        from ternmq.client.session import Session
-
         if isinstance(transacted, bool):
             if transacted:
                 mode = Session.SESSION_TRANSACTED
@@ -484,134 +522,11 @@ class Connection:
         self._check_open()
         return ConnectionMetaData()
 
-    # ---- internals used by sessions ------------------------------------------------------
-    def request(self, req: c.Request, bound: Session | None = None, epoch: int = 0) -> c.Reply:
-        """Send a request to the broker and return its reply (no error check).
-
-        ``bound``/``epoch``: the request carries delivery ids that ``bound`` read in ``epoch``;
-        after a failover it is scrubbed of them (``Session._scrub``).
-
-        Raises:
-            JMSException: the link is lost or closed; with failover, the link was lost while
-                the request was in flight (the text says that its outcome is unknown).
-        """
-        if self._failover is None:
-            return self.submit(req).result()
-        while True:
-            pending, req = self._submit_bound(req, bound, epoch)
-            if pending is None:
-                return c.Ok(corr=req.corr)  # nothing left to say on the new link
-            try:
-                return pending.result()
-            except JMSException as exc:
-                if self._state is _State.CLOSED or self._closing:
-                    raise
-                if self._resendable(req):
-                    continue  # safe to repeat on the new link
-                raise self._in_doubt(req, exc) from exc
-
-    def submit(self, req: c.Request, lazy: bool = False) -> PendingReply:
-        """Send a request without waiting; its reply (or the link's failure) resolves the
-        returned handle. ``lazy``: over a network the request may wait a moment for company
-        (waiting on the handle writes it at once).
-
-        Raises:
-            JMSException: the link is already lost or closed.
-        """
-        if self._failover is not None:
-            pending, _ = self._submit_bound(req, None, 0)
-            assert pending is not None
-            return pending
-        try:
-            return self._transport.submit(req, lazy)  # type: ignore[no-any-return]
-        except JMSException:
-            raise
-        except OSError as exc:
-            raise JMSException(f"broker link failed: {exc}", linked_exception=exc) from exc
-
-    def oneway(
-        self, req: c.Request, bound: Session | None = None, epoch: int = 0, lazy: bool = False
-    ) -> None:
-        """Send a request that needs no reply (dropped if the link is lost). ``bound`` and
-        ``epoch`` as for :meth:`request`: a request bound to an older link is dropped.
-        ``lazy`` as for :meth:`submit`."""
-        if self._failover is None:
-            self._transport.send_oneway(req, lazy)
-            return
-        try:
-            transport = self._link()
-        except JMSException:
-            return  # closed, or given up waiting: what it acknowledged comes back anyway
-        if bound is not None and bound._epoch != epoch:
-            return
-        transport.send_oneway(req, lazy)
-
-    def flush(self) -> None:
-        """Write what waits for company (lazy requests) now: before a thread blocks."""
-        self._transport.flush()
-
-    def next_corr(self) -> int:
-        """A fresh request correlation number."""
-        if self._failover is not None:
-            return next(self._corrs)
-        return self._transport.next_corr()  # type: ignore[no-any-return]
-
     # ---- failover ------------------------------------------------------------------------
-    def _events(self, link: int) -> Callable[[c.Command], None]:
-        return lambda cmd: self._on_event(cmd, link)
-
-    def _link(self) -> Any:
-        """The transport to use now: waits while the connection reconnects (at most the
-        failover ``timeout``).
-
-        Raises:
-            JMSException: the connection is closed, failed for good, is closing while it
-                reconnects, or the wait timed out.
-        """
-        transport = self._transport
-        if not self._reconnecting and not transport.lost:
-            return transport
-        fo = self._failover
-        assert fo is not None
-        deadline = None if fo.timeout is None else time.monotonic() + fo.timeout
-        with self._link_cond:
-            while self._reconnecting or self._transport.lost:
-                if self._state is _State.CLOSED:
-                    self._check_open()
-                if self._closing:
-                    raise JMSException("the connection is closing while it reconnects")
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    raise JMSException(
-                        f"the connection is reconnecting to {fo.describe()} and did not "
-                        f"succeed within the failover timeout ({fo.timeout} s)"
-                    )
-                self._link_cond.wait(left)
-            return self._transport
-
-    def _submit_bound(
-        self, req: c.Request, bound: Session | None, epoch: int
-    ) -> tuple[PendingReply | None, c.Request]:
-        if not req.corr:
-            req = msgspec.structs.replace(req, corr=next(self._corrs))
-        while True:
-            transport = self._link()
-            if bound is not None and bound._epoch != epoch:
-                scrubbed = bound._scrub(req)
-                if scrubbed is None:
-                    return None, req
-                req = scrubbed
-            try:
-                return transport.submit(req), req
-            except JMSException:
-                if self._state is _State.CLOSED or self._closing:
-                    raise
-                if not transport.lost:
-                    raise
-                # Lost between _link() and the write: the request may be partly written,
-                # so only a resendable one goes again; the others are in doubt.
-                if not self._resendable(req):
-                    raise self._in_doubt(req, None) from None
+    @property
+    def _failing_over(self) -> bool:
+        """True for a connection with a ``failover:`` URL."""
+        return self._failover is not None
 
     def _resendable(self, req: c.Request) -> bool:
         """Whether ``req``, in flight when a failover link died, may simply go again: it
@@ -625,133 +540,22 @@ class Connection:
                 return any(s._id == req.session_id and s._mode != 0 for s in self._sessions)
         return False
 
-    def _in_doubt(self, req: c.Request, cause: JMSException | None) -> JMSException:
-        fo = self._failover
-        assert fo is not None
-        if isinstance(req, c.Send):
-            text = (
-                f"the connection to the broker was lost before the broker confirmed this send "
-                f"to {req.destination}; ternmq reconnects ({fo.describe()}), but whether the "
-                "broker has the message is unknown. Send it again with the same "
-                "JMS_TernMQ_DuplicateID property set to make the resend safe (PSF-09)"
-            )
-        elif isinstance(req, c.Commit):
-            text = (
-                "the connection to the broker was lost during commit(); ternmq reconnects "
-                f"({fo.describe()}), but whether the transaction was committed is unknown (REL-06)"
-            )
-        else:
-            text = (
-                f"the connection to the broker was lost during this call ({type(req).__name__}); "
-                f"ternmq reconnects ({fo.describe()}): check the outcome and repeat the call"
-            )
-        return JMSException(text, linked_exception=cause)
-
-    def _link_lost(self, link: int) -> None:
-        """The link numbered ``link`` failed: start reconnecting if it is the current one."""
-        with self._link_cond:
-            if (
-                link != self._link_no
-                or self._reconnecting
-                or not self._ready
-                or self._closing
-                or self._state is _State.CLOSED
-            ):
-                return
-            self._reconnecting = True
-            old = self._transport
-            self._link_cond.notify_all()
-        threading.Thread(
-            target=self._reconnect, args=(old,), name="ternmq-reconnect", daemon=True
-        ).start()
-
-    def _reconnect(self, old: Any) -> None:
-        fo = self._failover
-        assert fo is not None
-        log.warning(
-            "connection %s: the link to %s was lost (%s); reconnecting",
-            self.connection_id,
-            old.address,
-            getattr(old, "failure_cause", None) or "closed by the server",
-        )
-        try:
-            old.close()  # joins its reader: no delivery of the old link arrives after this
-        except Exception:
-            log.debug("closing the lost link", exc_info=True)
+    def _drop_link_state(self) -> None:
+        """Failover, before the new link exists: every session forgets the old link's
+        deliveries (the broker returns them to their queues) and bumps its epoch."""
         with self._lock:
             sessions = list(self._sessions)
         for s in sessions:
             s._on_link_lost()
-        last: JMSException | None = None
-        rounds = 0
-        for delay in fo.delays():
-            with self._link_cond:
-                if delay > 0:
-                    self._link_cond.wait(delay)
-                if self._closing or self._state is _State.CLOSED:
-                    self._reconnecting = False
-                    self._link_cond.notify_all()
-                    return
-                self._link_no += 1
-                n = self._link_no
-            rounds += 1
-            try:
-                transport, target = fo.open(self._events(n), self._target)
-            except JMSException as exc:
-                last = exc
-                continue
-            try:
-                new_id = self._replay(transport)
-            except JMSException as exc:
-                last = exc
-                log.info("reconnect: setting up the new link failed: %s", exc)
-                transport.close()
-                continue
-            with self._link_cond:
-                if self._closing or self.closed:
-                    self._reconnecting = False
-                    self._link_cond.notify_all()
-                    transport.close()
-                    return
-                self._transport, self._target = transport, target
-                if transport.lost:
-                    continue  # lost again while being set up: another round
-                self._reconnecting = False
-                self._link_cond.notify_all()
-            log.warning(
-                "connection %s reconnected to %s after %d round(s) (broker connection %s)",
-                self.connection_id,
-                fo.targets[target][0],
-                rounds,
-                new_id,
-            )
-            return
-        failure = JMSException(
-            f"connection to {fo.describe()} lost and not re-established after "
-            f"{rounds} round(s) of attempts: {last}",
-            linked_exception=last,
-        )
-        with self._link_cond:
-            self._reconnecting = False
-        self._fail(failure)
-        with self._link_cond:
-            self._link_cond.notify_all()
 
-    def _replay(self, transport: Any) -> str:
-        """Re-create this connection's state on a new link: identity, temporary destinations
-        (same names), sessions and consumers (same ids). Returns the broker's id of the new
-        connection.
+    def _replay(self, ask: Callable[[c.Request], c.Reply]) -> str:
+        """Re-create this connection's state on a new link through ``ask`` (a checked
+        request on it): identity, temporary destinations (same names), sessions and
+        consumers (same ids). Returns the broker's id of the new connection.
 
         Raises:
             JMSException: the broker refused a step or the link failed.
         """
-        fo = self._failover
-        assert fo is not None
-        timeout = max(t.connect_timeout for _, t in fo.targets)
-
-        def ask(req: c.Request) -> c.Reply:
-            return check_reply(transport.request(req, timeout))
-
         reply = ask(c.Connect(user=self._user, password=self._password, client_id=self._client_id))
         assert isinstance(reply, c.Connected)
         for dest in list(self._temporaries):
@@ -794,7 +598,7 @@ class Connection:
             if session in self._sessions:
                 self._sessions.remove(session)
 
-    def _on_event(self, cmd: c.Command, link: int = 0) -> None:
+    def _on_event(self, cmd: c.Command) -> None:
         if isinstance(cmd, c.Deliver):
             consumer = self._consumers.get(cmd.consumer_id)
             if consumer is not None:
@@ -804,11 +608,10 @@ class Connection:
                 session = next((s for s in self._sessions if s._id == cmd.session_id), None)
             if session is not None:
                 session._on_send_failed(cmd)
-        elif isinstance(cmd, c.ConnectionFailed) and self._failover is not None:
-            self._link_lost(link)
-        elif isinstance(cmd, c.ConnectionFailed):
+        elif isinstance(cmd, c.ConnectionFailed):  # a failover route handles it before
             # CONN-27: linked to the cause (the OSError) when the transport knows one
-            cause = getattr(getattr(self, "_transport", None), "failure_cause", None)
+            route = getattr(self, "_route", None)
+            cause = getattr(route.transport, "failure_cause", None) if route else None
             self._fail(
                 JMSException(
                     f"connection to {self._factory.url} lost: {cmd.message}",

@@ -4,6 +4,12 @@
 ``receive(timeout)`` waits on the same buffer (STYLE rule 4). With prefetch 0 a receive asks
 the broker for exactly one message (``Pull``); otherwise the broker keeps the buffer filled up
 to the prefetch window, and every message handed to the application returns one credit.
+
+A consumer holds its session's collaborators directly (STYLE rule 4, and per message no trip
+through the session): the :class:`~ternmq.client._ledger.DeliveryLedger` (the session's lock,
+the hand-over path and the acknowledgements, cached as bound methods) and the
+:class:`~ternmq.client._listener.ListenerThread`. What it needs of the session itself is the
+small :class:`ConsumerSession` protocol, so this module does not import the session's.
 """
 
 from __future__ import annotations
@@ -11,9 +17,10 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Protocol
 
+from ternmq.client._types import MessageListener, SessionState
 from ternmq.client._util import check_reply
 from ternmq.destination import Destination, Queue
 from ternmq.errors import IllegalStateException, JMSException
@@ -22,11 +29,28 @@ from ternmq.message.codec import decode_message
 from ternmq.protocol import commands as c
 
 if TYPE_CHECKING:
-    from ternmq.client.session import Session
+    from ternmq.client._ledger import DeliveryLedger
+    from ternmq.client._listener import ListenerThread
+    from ternmq.client._types import Link
 
-__all__ = ["MessageConsumer", "QueueBrowser"]
+__all__ = ["ConsumerSession", "MessageConsumer", "MessageListener", "QueueBrowser"]
 
-MessageListener = Callable[[Message], object]
+
+class ConsumerSession(SessionState, Protocol):
+    """What a consumer or browser needs of its session (a ``Session``)."""
+
+    @property
+    def _connection(self) -> Link:
+        """The session's connection."""
+        ...
+
+    def _check_open(self) -> None:
+        """Raise IllegalStateException if the session or its connection is closed."""
+        ...
+
+    def _remove_consumer(self, consumer: MessageConsumer) -> None:
+        """Forget ``consumer`` (it closed)."""
+        ...
 
 
 class MessageConsumer:
@@ -34,14 +58,24 @@ class MessageConsumer:
 
     def __init__(
         self,
-        session: Session,
+        session: ConsumerSession,
         cid: int,
         destination: Destination,
         selector: str | None,
         no_local: bool,
         prefetch: int,
+        ledger: DeliveryLedger,
+        listener_thread: ListenerThread,
     ) -> None:
         self._session = session
+        self._link = session._connection
+        self._ledger = ledger
+        self._lock = ledger.lock  # C-level ``with`` on the hot path
+        self._cond = ledger.cond
+        # the one hand-over path (a JMSContext wraps it before any consumer exists)
+        self._hand_over = ledger.hand_over
+        self._after_receive = ledger.after_receive
+        self._listener_thread = listener_thread
         self._id = cid
         self._destination = destination
         self._selector = selector if selector else None
@@ -101,7 +135,7 @@ class MessageConsumer:
         if listener is not None and not callable(listener):
             raise TypeError("message_listener must be callable or None")
         self._listener = listener
-        self._session._listener_changed()
+        self._listener_thread.changed()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -111,7 +145,7 @@ class MessageConsumer:
 
     # ---- buffer --------------------------------------------------------------------------
     def _push(self, d: c.Deliver) -> None:
-        cond = self._session._cond
+        cond = self._cond
         with cond:
             if self._closed:
                 return
@@ -124,15 +158,12 @@ class MessageConsumer:
         self._consumed += 1
         if self._consumed >= max(1, self._prefetch // 2):
             n, self._consumed = self._consumed, 0
-            session = self._session
-            session._connection.oneway(c.Credit(consumer_id=self._id, messages=n), session, epoch)
+            self._link.oneway(c.Credit(consumer_id=self._id, messages=n), self._ledger, epoch)
 
     def _grant_initial_credit(self) -> None:
         if not self._credit_granted and not self._closed:
             self._credit_granted = True
-            self._session._connection.oneway(
-                c.Credit(consumer_id=self._id, messages=self._prefetch)
-            )
+            self._link.oneway(c.Credit(consumer_id=self._id, messages=self._prefetch))
 
     def _mark_closed(self) -> None:
         """Under the session lock: no more deliveries; wake waiting receives."""
@@ -156,31 +187,32 @@ class MessageConsumer:
             raise IllegalStateException(
                 "this consumer has a message listener: receive() is not allowed"
             )
-        session = self._session
-        lock = session._lock  # the session's Condition's lock: C-level with
+        ledger = self._ledger
+        lock = self._lock  # the session's Condition's lock: C-level with
         with lock:
             if self._receiving:
                 raise IllegalStateException("another thread is already receiving on this consumer")
             self._receiving = True
             d = self._take()  # a buffered message: no second round of the lock
-            epoch = session._epoch
+            epoch = ledger.epoch
         try:
             if d is not None:
-                msg = session._hand_over(self, d, epoch)
+                msg = self._hand_over(self, d, epoch)
                 if msg is not None:
-                    session._after_receive(d.delivery_id, epoch)
+                    self._after_receive(d.delivery_id, epoch)
                     return msg
             return self._receive(timeout)
         finally:
             with lock:
                 self._receiving = False
-                if session._closers:  # close() waits for pending receives (CONS-15)
-                    session._cond.notify_all()
+                if ledger.closers:  # close() waits for pending receives (CONS-15)
+                    self._cond.notify_all()
 
     def _receive(self, timeout: float | None) -> Message | None:
         session = self._session
-        conn = session._connection
-        cond = session._cond
+        ledger = self._ledger
+        conn = self._link
+        cond = self._cond
         deadline = None if timeout is None else time.monotonic() + timeout
         pulled: int | None = None  # the session epoch of our open pull (a failover ends it)
         while True:
@@ -188,7 +220,7 @@ class MessageConsumer:
             with cond:
                 while True:
                     d = self._take()
-                    epoch = session._epoch
+                    epoch = ledger.epoch
                     if d is not None:
                         break
                     if self._closed or session._closing:
@@ -216,25 +248,25 @@ class MessageConsumer:
                     self._pull(0, False)  # cancel the open pull; a message may have come
                     with cond:
                         d = self._take()
-                        epoch = session._epoch
+                        epoch = ledger.epoch
                 if d is None:
                     return None
-            msg = session._hand_over(self, d, epoch)
+            msg = self._hand_over(self, d, epoch)
             if msg is None:  # expired before hand-over (REL-23), or its link was lost
                 pulled = None
                 continue
-            session._after_receive(d.delivery_id, epoch)
+            self._after_receive(d.delivery_id, epoch)
             return msg
 
     def _take(self) -> c.Deliver | None:
         """Under the session lock: pop the next buffered delivery if the connection is started."""
-        if self._buffer and self._session._connection.started and not self._closed:
+        if self._buffer and self._link.started and not self._closed:
             return self._buffer.popleft()
         return None
 
     def _pull(self, n: int, wait: bool) -> None:
         try:
-            self._session._connection.request(c.Pull(consumer_id=self._id, messages=n, wait=wait))
+            self._link.request(c.Pull(consumer_id=self._id, messages=n, wait=wait))
         except JMSException:
             pass
 
@@ -273,31 +305,29 @@ class MessageConsumer:
             IllegalStateException: called from this consumer's own message listener.
         """
         session = self._session
+        ledger = self._ledger
+        lt = self._listener_thread
         if self._closed:
             return
-        if threading.get_ident() == session._listener_ident and session._in_listener is self:
+        if threading.get_ident() == lt.ident and lt.running is self:
             raise IllegalStateException("a consumer cannot be closed from its own message listener")
-        with session._cond:
-            session._cond.wait_for(
-                lambda: (
-                    session._in_listener is not self
-                    or threading.get_ident() == session._listener_ident
-                )
-            )
+        cond = self._cond
+        with cond:
+            cond.wait_for(lambda: lt.running is not self or threading.get_ident() == lt.ident)
             self._mark_closed()
-            session._cond.notify_all()
-            session._wait_closing(lambda: not self._receiving)  # CONS-15
-            delivered = [d for d, k in session._unacked if k is self]
-            epoch = session._epoch
+            cond.notify_all()
+            ledger.wait_closing(lambda: not self._receiving)  # CONS-15
+            delivered = [d for d, k in ledger.unacked if k is self]
+            epoch = ledger.epoch
         session._remove_consumer(self)
-        if not session._closed and session._connection._failure is None:
+        if not session._closed and self._link._failure is None:
             # DUPS_OK: acknowledge what the application consumed before the broker takes back
             # this consumer's deliveries, or they would come again unmarked (SESS-20, REL-10).
-            session._flush_dups()
+            ledger.flush_dups()
             try:
                 check_reply(
-                    session._connection.request(
-                        c.CloseConsumer(consumer_id=self._id, delivered=delivered), session, epoch
+                    self._link.request(
+                        c.CloseConsumer(consumer_id=self._id, delivered=delivered), ledger, epoch
                     )
                 )
             except JMSException:
@@ -316,7 +346,7 @@ class QueueBrowser:
 
     CHUNK = 100
 
-    def __init__(self, session: Session, queue: Queue, selector: str | None) -> None:
+    def __init__(self, session: ConsumerSession, queue: Queue, selector: str | None) -> None:
         self._session = session
         self._queue = queue
         self._selector = selector if selector else None

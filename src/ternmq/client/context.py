@@ -23,7 +23,7 @@ simplified API and the classic API lacks:
 * **Auto-start** (CTX-08, A-06): each consumer-creating call starts the connection while
   ``auto_start`` is true.
 * **receive_body** (CTX-35, CTX-36). The session's single hand-over path
-  (``Session._hand_over``: buffer -> application) is wrapped once per context. When the thread
+  (``DeliveryLedger.hand_over``: buffer -> application) is wrapped once per context. When the thread
   is inside ``receive_body(cls)``, the wrapper checks the body there: in a transacted or
   CLIENT_ACKNOWLEDGE context the message already counts as delivered and unacknowledged (the
   classic path put it there), so the check simply raises; in AUTO/DUPS_OK the delivery goes
@@ -41,22 +41,19 @@ from __future__ import annotations
 import enum
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from ternmq.client._jms_consumer import JMSConsumer
+from ternmq.client._jms_producer import JMSProducer
 from ternmq.client.consumer import MessageConsumer, QueueBrowser
 from ternmq.client.producer import (
-    CompletionListener,
     MessageProducer,
-    _check_mode,
-    _check_priority,
-    _check_seconds,
 )
 from ternmq.client.session import Session
 from ternmq.destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from ternmq.errors import (
     IllegalStateException,
     IllegalStateRuntimeException,
-    InvalidDestinationRuntimeException,
     JMSException,
     JMSRuntimeException,
     MessageFormatException,
@@ -74,7 +71,8 @@ from ternmq.message import (
 )
 
 if TYPE_CHECKING:
-    from ternmq.client.connection import Connection, ConnectionFactory, ConnectionMetaData
+    from ternmq.client._metadata import ConnectionMetaData
+    from ternmq.client._types import ConsumerPort
     from ternmq.protocol import commands as c
 
 __all__ = ["JMSConsumer", "JMSContext", "JMSProducer"]
@@ -83,6 +81,79 @@ ExceptionListener = Callable[[JMSRuntimeException], object]
 MessageListener = Callable[[Message], object]
 
 _T = TypeVar("_T")
+
+
+class ContextConnection(Protocol):
+    """What a context needs of its connection (a ``Connection``; this module does not import
+    the connection's, which imports this one for ``ConnectionFactory.create_context``)."""
+
+    exception_listener: Callable[[JMSException], object] | None
+
+    @property
+    def client_id(self) -> str | None:
+        """The client identifier, or None."""
+        ...
+
+    @client_id.setter
+    def client_id(self, value: str) -> None:
+        """Set the client identifier (the first action only)."""
+        ...
+
+    @property
+    def metadata(self) -> ConnectionMetaData:
+        """Provider and JMS version information."""
+        ...
+
+    def create_session(self, transacted: bool | int = False, acknowledge_mode: int = 1) -> Session:
+        """Create a session.
+
+        Raises:
+            IllegalStateException: the connection is closed.
+        """
+        ...
+
+    def start(self) -> None:
+        """Start delivery.
+
+        Raises:
+            IllegalStateException: the connection is closed.
+        """
+        ...
+
+    def stop(self) -> None:
+        """Pause delivery.
+
+        Raises:
+            IllegalStateException: the connection is closed, or called from a listener.
+        """
+        ...
+
+    def close(self) -> None:
+        """Close the connection.
+
+        Raises:
+            IllegalStateException: called from a listener of this connection.
+        """
+        ...
+
+    def _check_open(self) -> None:
+        """Raise IllegalStateException if the connection is closed or failed."""
+        ...
+
+
+class ContextFactory(Protocol):
+    """What a context needs of its connection factory (a ``ConnectionFactory``)."""
+
+    def create_connection(
+        self, user: str | None = None, password: str | None = None
+    ) -> ContextConnection:
+        """Open a connection.
+
+        Raises:
+            JMSException: the broker cannot be reached or refused the credentials.
+        """
+        ...
+
 
 _MODES = (
     Session.SESSION_TRANSACTED,
@@ -124,7 +195,7 @@ _TRANSITIONS: dict[tuple[_State, str], _State] = {
 class _SharedConnection:
     """The connection behind one or more sibling contexts, with their count (CTX-03, CTX-04)."""
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: ContextConnection) -> None:
         self.connection = connection
         self.lock = threading.Lock()
         self.open_contexts = 1
@@ -190,7 +261,7 @@ class JMSContext:
     @classmethod
     def _create(
         cls,
-        factory: ConnectionFactory,
+        factory: ContextFactory,
         user: str | None,
         password: str | None,
         session_mode: int,
@@ -245,9 +316,10 @@ class JMSContext:
 
     def _install_hand_over(self, session: Session) -> None:
         """Wrap the session's one hand-over path (see the module docstring)."""
-        original = session._hand_over
+        ledger = session._ledger
+        original = ledger.hand_over
 
-        def hand_over(consumer: MessageConsumer, d: c.Deliver, epoch: int) -> Message | None:
+        def hand_over(consumer: ConsumerPort, d: c.Deliver, epoch: int) -> Message | None:
             msg = original(consumer, d, epoch)
             if msg is None:
                 return None
@@ -256,10 +328,10 @@ class JMSContext:
                 msg._ack_hook = self._wrap_acknowledge(ack)
             request: _BodyRequest | None = getattr(self._body_requests, "request", None)
             if request is not None and request.consumer is consumer:
-                self._take_body(session, consumer, d, msg, request)
+                self._take_body(session, request.consumer, d, msg, request)
             return msg
 
-        session._hand_over = hand_over  # type: ignore[method-assign]
+        ledger.hand_over = hand_over
 
     def _take_body(
         self,
@@ -453,12 +525,12 @@ class JMSContext:
             # Refuse before taking the lock: the closing thread may be waiting for this very
             # callback to return.
             me = threading.get_ident()
-            if me == session._listener_ident:
+            if me == session._listener_thread.ident:
                 raise IllegalStateRuntimeException(
                     "a JMSContext cannot be closed from one of its own message listeners "
                     "(hand the close to another thread)"
                 )
-            if me == session._completion_ident:
+            if me == session._window.completion_ident:
                 raise IllegalStateRuntimeException(
                     "a JMSContext cannot be closed from a completion listener of its own sends"
                 )
@@ -776,586 +848,6 @@ class JMSContext:
 
     def __repr__(self) -> str:
         return f"<JMSContext mode={self._mode} {self._state.value}>"
-
-
-class JMSProducer:
-    """Sends messages for a :class:`JMSContext` (JMS 2.0 §11.2.4; CTX-26..CTX-33).
-
-    Made by :meth:`JMSContext.create_producer`; cheap, with no destination and no ``close()``.
-    Every setter returns the producer, and its value stays in force for later sends.
-    """
-
-    def __init__(self, context: JMSContext) -> None:
-        """Internal: use :meth:`JMSContext.create_producer`."""
-        self._context = context
-        self._delivery_mode = 2
-        self._priority = 4
-        self._time_to_live = 0.0
-        self._delivery_delay = 0.0
-        self._disable_id = False
-        self._disable_ts = False
-        self._listener: CompletionListener | None = None
-        # Properties and the correlation id, type and reply-to set on the producer; their
-        # checks and conversions are the Message ones (CTX-28, CTX-29).
-        self._template = Message()
-
-    def _check_open(self) -> None:
-        self._context._act()
-
-    # ---- settings (CTX-27) -------------------------------------------------------------------
-    @runtime_api
-    def set_delivery_mode(self, delivery_mode: int) -> JMSProducer:
-        """Use ``DeliveryMode.PERSISTENT`` (default) or ``NON_PERSISTENT``.
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-            JMSRuntimeException: any other value.
-        """
-        self._check_open()
-        self._delivery_mode = _check_mode(delivery_mode)
-        return self
-
-    @runtime_api
-    def get_delivery_mode(self) -> int:
-        """The delivery mode. Raises IllegalStateRuntimeException if the context is closed."""
-        self._check_open()
-        return self._delivery_mode
-
-    @runtime_api
-    def set_priority(self, priority: int) -> JMSProducer:
-        """Use ``priority`` (0..9, default 4).
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-            JMSRuntimeException: not an int from 0 to 9.
-        """
-        self._check_open()
-        self._priority = _check_priority(priority)
-        return self
-
-    @runtime_api
-    def get_priority(self) -> int:
-        """The priority. Raises IllegalStateRuntimeException if the context is closed."""
-        self._check_open()
-        return self._priority
-
-    @runtime_api
-    def set_time_to_live(self, time_to_live: float) -> JMSProducer:
-        """Seconds a sent message lives; 0 (default) means forever.
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-            JMSRuntimeException: a negative or non-numeric value.
-        """
-        self._check_open()
-        self._time_to_live = _check_seconds("time_to_live", time_to_live)
-        return self
-
-    @runtime_api
-    def get_time_to_live(self) -> float:
-        """Time to live in seconds. Raises IllegalStateRuntimeException if the context is
-        closed."""
-        self._check_open()
-        return self._time_to_live
-
-    @runtime_api
-    def set_delivery_delay(self, delivery_delay: float) -> JMSProducer:
-        """Seconds before a sent message may be delivered (default 0).
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-            JMSRuntimeException: a negative or non-numeric value.
-        """
-        self._check_open()
-        self._delivery_delay = _check_seconds("delivery_delay", delivery_delay)
-        return self
-
-    @runtime_api
-    def get_delivery_delay(self) -> float:
-        """Delivery delay in seconds. Raises IllegalStateRuntimeException if the context is
-        closed."""
-        self._check_open()
-        return self._delivery_delay
-
-    @runtime_api
-    def set_disable_message_id(self, value: bool) -> JMSProducer:
-        """When true, sent messages get no JMSMessageID.
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-        """
-        self._check_open()
-        self._disable_id = bool(value)
-        return self
-
-    @runtime_api
-    def get_disable_message_id(self) -> bool:
-        """Whether message ids are disabled. Raises IllegalStateRuntimeException if the
-        context is closed."""
-        self._check_open()
-        return self._disable_id
-
-    @runtime_api
-    def set_disable_message_timestamp(self, value: bool) -> JMSProducer:
-        """When true, sent messages get JMSTimestamp 0.
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-        """
-        self._check_open()
-        self._disable_ts = bool(value)
-        return self
-
-    @runtime_api
-    def get_disable_message_timestamp(self) -> bool:
-        """Whether timestamps are disabled. Raises IllegalStateRuntimeException if the
-        context is closed."""
-        self._check_open()
-        return self._disable_ts
-
-    @runtime_api
-    def set_async(self, completion_listener: CompletionListener | None) -> JMSProducer:
-        """Send asynchronously, reporting to ``completion_listener``; None restores
-        synchronous sends (CTX-32).
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-            TypeError: the listener lacks ``on_completion`` / ``on_exception``.
-        """
-        self._check_open()
-        if completion_listener is not None and not (
-            callable(getattr(completion_listener, "on_completion", None))
-            and callable(getattr(completion_listener, "on_exception", None))
-        ):
-            raise TypeError("a completion listener needs on_completion() and on_exception()")
-        self._listener = completion_listener
-        return self
-
-    @runtime_api
-    def get_async(self) -> CompletionListener | None:
-        """The completion listener, or None for synchronous sends. Raises
-        IllegalStateRuntimeException if the context is closed."""
-        self._check_open()
-        return self._listener
-
-    # ---- properties (CTX-28, CTX-29) ---------------------------------------------------------
-    @runtime_api
-    def set_property(self, name: str, value: bool | int | float | str | None) -> JMSProducer:
-        """Set a property for every message sent: ``bool`` -> boolean, ``int`` -> long,
-        ``float`` -> double, ``str`` -> String, ``None`` -> null. It replaces a property of
-        the same name on a message passed to :meth:`send`.
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-            ValueError: the name is None, empty or not a valid property name.
-            MessageFormatRuntimeException: any other value type, or an int beyond 64 bits.
-        """
-        self._check_open()
-        self._template.set_object_property(name, value)
-        return self
-
-    @runtime_api
-    def get_property(self, name: str) -> bool | int | float | str | None:
-        """The value set for ``name``, or None. Raises IllegalStateRuntimeException if the
-        context is closed."""
-        self._check_open()
-        return self._template.get_object_property(name)
-
-    @runtime_api
-    def get_boolean_property(self, name: str) -> bool:
-        """The property as boolean (conversion table of PROP-08).
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-            MessageFormatRuntimeException: the value does not convert.
-        """
-        self._check_open()
-        return self._template.get_boolean_property(name)
-
-    @runtime_api
-    def get_byte_property(self, name: str) -> int:
-        """The property as byte.
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-            MessageFormatRuntimeException: the value does not convert.
-            ValueError: absent, null, or a string that is not a byte.
-        """
-        self._check_open()
-        return self._template.get_byte_property(name)
-
-    @runtime_api
-    def get_short_property(self, name: str) -> int:
-        """The property as short.
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-            MessageFormatRuntimeException: the value does not convert.
-            ValueError: absent, null, or a string that is not a short.
-        """
-        self._check_open()
-        return self._template.get_short_property(name)
-
-    @runtime_api
-    def get_int_property(self, name: str) -> int:
-        """The property as int.
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-            MessageFormatRuntimeException: the value does not convert.
-            ValueError: absent, null, or a string that is not an int.
-        """
-        self._check_open()
-        return self._template.get_int_property(name)
-
-    @runtime_api
-    def get_long_property(self, name: str) -> int:
-        """The property as long.
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-            MessageFormatRuntimeException: the value does not convert.
-            ValueError: absent, null, or a string that is not a long.
-        """
-        self._check_open()
-        return self._template.get_long_property(name)
-
-    @runtime_api
-    def get_float_property(self, name: str) -> float:
-        """The property as float.
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-            MessageFormatRuntimeException: the value does not convert.
-            ValueError: a string that is not a float.
-            TypeError: absent or null.
-        """
-        self._check_open()
-        return self._template.get_float_property(name)
-
-    @runtime_api
-    def get_double_property(self, name: str) -> float:
-        """The property as double.
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-            MessageFormatRuntimeException: the value does not convert.
-            ValueError: a string that is not a double.
-            TypeError: absent or null.
-        """
-        self._check_open()
-        return self._template.get_double_property(name)
-
-    @runtime_api
-    def get_string_property(self, name: str) -> str | None:
-        """The property as string, or None. Raises IllegalStateRuntimeException if the
-        context is closed."""
-        self._check_open()
-        return self._template.get_string_property(name)
-
-    @runtime_api
-    def property_exists(self, name: str) -> bool:
-        """True when a property ``name`` is set. Raises IllegalStateRuntimeException if the
-        context is closed."""
-        self._check_open()
-        return self._template.property_exists(name)
-
-    @runtime_api
-    def get_property_names(self) -> set[str]:
-        """A new set of the names of the properties set. Raises IllegalStateRuntimeException
-        if the context is closed."""
-        self._check_open()
-        return self._template.get_property_names()
-
-    @runtime_api
-    def clear_properties(self) -> JMSProducer:
-        """Remove every property set on the producer. Raises IllegalStateRuntimeException if
-        the context is closed."""
-        self._check_open()
-        self._template.clear_properties()
-        return self
-
-    # ---- headers (CTX-27, CTX-29) -------------------------------------------------------------
-    @runtime_api
-    def set_jms_correlation_id(self, correlation_id: str | None) -> JMSProducer:
-        """JMSCorrelationID for every message sent (None: leave the message's own).
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-            TypeError: not a str or None.
-        """
-        self._check_open()
-        self._template.jms_correlation_id = correlation_id
-        return self
-
-    @runtime_api
-    def get_jms_correlation_id(self) -> str | None:
-        """The correlation id set as a string, or None. Raises IllegalStateRuntimeException
-        if the context is closed."""
-        self._check_open()
-        return self._template.jms_correlation_id
-
-    @runtime_api
-    def set_jms_correlation_id_as_bytes(
-        self, correlation_id: bytes | bytearray | memoryview | None
-    ) -> JMSProducer:
-        """JMSCorrelationID as bytes for every message sent (None: leave the message's own).
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-            TypeError: not bytes-like or None.
-        """
-        self._check_open()
-        self._template.set_jms_correlation_id_as_bytes(correlation_id)
-        return self
-
-    @runtime_api
-    def get_jms_correlation_id_as_bytes(self) -> bytes | None:
-        """The correlation id set, as bytes, or None. Raises IllegalStateRuntimeException if
-        the context is closed."""
-        self._check_open()
-        return self._template.get_jms_correlation_id_as_bytes()
-
-    @runtime_api
-    def set_jms_type(self, jms_type: str | None) -> JMSProducer:
-        """JMSType for every message sent (None: leave the message's own).
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-            TypeError: not a str or None.
-        """
-        self._check_open()
-        self._template.jms_type = jms_type
-        return self
-
-    @runtime_api
-    def get_jms_type(self) -> str | None:
-        """The JMSType set, or None. Raises IllegalStateRuntimeException if the context is
-        closed."""
-        self._check_open()
-        return self._template.jms_type
-
-    @runtime_api
-    def set_jms_reply_to(self, reply_to: Destination | None) -> JMSProducer:
-        """JMSReplyTo for every message sent (None: leave the message's own).
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-            TypeError: not a ternmq destination or None.
-        """
-        self._check_open()
-        self._template.jms_reply_to = reply_to
-        return self
-
-    @runtime_api
-    def get_jms_reply_to(self) -> Destination | None:
-        """The JMSReplyTo set, or None. Raises IllegalStateRuntimeException if the context
-        is closed."""
-        self._check_open()
-        return self._template.jms_reply_to
-
-    # ---- sending (CTX-30..CTX-33) ---------------------------------------------------------------
-    @runtime_api
-    def send(self, destination: Destination, body: object) -> JMSProducer:
-        """Send ``body`` to ``destination`` with this producer's settings and return the
-        producer.
-
-        ``body`` may be a :class:`Message` (sent as given, plus the producer's properties and
-        headers), a ``str`` (TextMessage), ``bytes``/``bytearray`` (BytesMessage), a ``dict``
-        with str keys (MapMessage), None (TextMessage without text) or any other picklable
-        object (ObjectMessage). With :meth:`set_async` the call returns without waiting and
-        the listener is told the outcome on another thread.
-
-        Raises:
-            IllegalStateRuntimeException: the context is closed.
-            InvalidDestinationRuntimeException: None, not a destination, or deleted.
-            MessageFormatRuntimeException: a dict with a non-str key or a value MapMessage
-                cannot hold, an unpicklable object, a message too large to encode.
-            MessageNotWriteableRuntimeException: producer properties on a read-only message.
-            ResourceAllocationRuntimeException: the destination is full.
-            JMSRuntimeException: the broker refused the message.
-        """
-        context = self._context
-        session = context._use()
-        if not isinstance(destination, Destination):
-            raise InvalidDestinationRuntimeException(
-                f"send needs a ternmq Queue or Topic as destination, not {destination!r}"
-            )
-        message = self._message_for(session, body)
-        self._apply(message)
-        producer = context._classic_producer()
-        with context._send_lock:
-            producer.disable_message_id = self._disable_id
-            producer.disable_message_timestamp = self._disable_ts
-            producer.send(
-                message,
-                destination=destination,
-                delivery_mode=self._delivery_mode,
-                priority=self._priority,
-                time_to_live=self._time_to_live,
-                delivery_delay=self._delivery_delay,
-                completion_listener=self._listener,
-            )
-        return self
-
-    @staticmethod
-    def _message_for(session: Session, body: object) -> Message:
-        """The message a ``send`` body stands for (CTX-30, A-16)."""
-        if isinstance(body, Message):
-            return body
-        if body is None or isinstance(body, str):
-            return session.create_text_message(body)
-        if isinstance(body, bytes | bytearray | memoryview):
-            msg = session.create_bytes_message()
-            msg.write_bytes(bytes(body))
-            return msg
-        if isinstance(body, dict):
-            mm = session.create_map_message()
-            for key, value in body.items():
-                if not isinstance(key, str):
-                    raise MessageFormatRuntimeException(
-                        f"a dict sent as a MapMessage needs str keys, not {type(key).__name__}"
-                    )
-                mm.set_object(key, value)
-            return mm
-        return session.create_object_message(body)
-
-    def _apply(self, message: Message) -> None:
-        """Put the producer's headers and properties on ``message`` (CTX-28)."""
-        t = self._template
-        if t._correlation_id is not None:
-            message._correlation_id = t._correlation_id
-        if t._type is not None:
-            message.jms_type = t._type
-        if t._reply_to is not None:
-            message.jms_reply_to = t._reply_to
-        for name in t.get_property_names():
-            message.set_object_property(name, t.get_object_property(name))
-
-    def __repr__(self) -> str:
-        return f"<JMSProducer priority={self._priority} async={self._listener is not None}>"
-
-
-class JMSConsumer:
-    """Receives messages for a :class:`JMSContext` (JMS 2.0 §11.2.5; CTX-34..CTX-39).
-
-    Made by the ``create_*consumer`` methods of :class:`JMSContext`; a context manager;
-    iterating it yields messages until it is closed.
-    """
-
-    def __init__(self, context: JMSContext, consumer: MessageConsumer) -> None:
-        """Internal: use :meth:`JMSContext.create_consumer` and its siblings."""
-        self._context = context
-        self._consumer = consumer
-
-    @runtime_api
-    def receive(self, timeout: float | None = None) -> Message | None:
-        """The next message, waiting up to ``timeout`` seconds (None: until one arrives or
-        the consumer or context closes; 0: do not wait). Returns None on timeout or close
-        (CTX-34).
-
-        Raises:
-            ValueError: a negative timeout.
-            IllegalStateRuntimeException: the consumer is closed or has a message listener.
-        """
-        return self._consumer.receive(timeout)
-
-    @runtime_api
-    def receive_no_wait(self) -> Message | None:
-        """The next message if one is available at once, else None.
-
-        Raises:
-            IllegalStateRuntimeException: as :meth:`receive`.
-        """
-        return self._consumer.receive_no_wait()
-
-    @runtime_api
-    def receive_body(self, cls: type[_T], timeout: float | None = None) -> _T | None:
-        """The body of the next message as ``cls`` (CTX-35): TextMessage -> ``str``,
-        BytesMessage -> ``bytes``, MapMessage -> ``dict``, ObjectMessage -> the object; None
-        only when no message arrived in time or the consumer closed.
-
-        When the body cannot be returned, the message is not lost (CTX-36): in AUTO and
-        DUPS_OK contexts it is the next message received, unmarked; in CLIENT_ACKNOWLEDGE
-        and transacted contexts it counts as delivered and comes back after ``recover()``
-        / ``rollback()``.
-
-        Raises:
-            MessageFormatRuntimeException: a plain Message or StreamMessage, a message
-                without body, or a body that is not an instance of ``cls``.
-            TypeError: ``cls`` is not a class.
-            ValueError: a negative timeout.
-            IllegalStateRuntimeException: as :meth:`receive`.
-        """
-        return self._context._receive_body(self._consumer, cls, timeout)
-
-    @runtime_api
-    def receive_body_no_wait(self, cls: type[_T]) -> _T | None:
-        """:meth:`receive_body` without waiting.
-
-        Raises:
-            MessageFormatRuntimeException: as :meth:`receive_body`.
-            IllegalStateRuntimeException: as :meth:`receive`.
-        """
-        return self._context._receive_body(self._consumer, cls, 0)
-
-    @property
-    @runtime_api
-    def message_listener(self) -> MessageListener | None:
-        """The callable that receives messages asynchronously, or None (CTX-37).
-
-        Listeners of one context run one at a time on its delivery thread.
-
-        Raises:
-            IllegalStateRuntimeException: the consumer is closed.
-            TypeError: (setting) not callable and not None.
-        """
-        return self._consumer.message_listener
-
-    @message_listener.setter
-    @runtime_api
-    def message_listener(self, listener: MessageListener | None) -> None:
-        self._consumer.message_listener = listener
-
-    @property
-    @runtime_api
-    def message_selector(self) -> str | None:
-        """The selector given, or None for none or ``""`` (CTX-38).
-
-        Raises:
-            IllegalStateRuntimeException: the consumer is closed.
-        """
-        return self._consumer.message_selector
-
-    @runtime_api
-    def close(self) -> None:
-        """Close the consumer: wait for its running listener, make a pending receive return,
-        end its non-durable subscription (CTX-39). Idempotent.
-
-        Raises:
-            IllegalStateRuntimeException: called from its own message listener (CTX-22).
-        """
-        self._consumer.close()
-
-    def __iter__(self) -> Iterator[Message]:
-        """Yield received messages until the consumer (or its context) is closed."""
-        while True:
-            try:
-                msg = self.receive()
-            except IllegalStateException:
-                return
-            if msg is None:
-                return
-            yield msg
-
-    def __enter__(self) -> JMSConsumer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"<JMSConsumer of {self._consumer.destination}>"
 
 
 class _ContextQueueBrowser(QueueBrowser):

@@ -7,9 +7,14 @@ receipt; an asynchronous one returns at once and its completion listener runs la
 session's completion thread, in send order. With ``block_on_non_persistent_send=false`` (a
 factory option, catalog A-08) a synchronous NON_PERSISTENT send does not wait either: it is
 pipelined, and a failure the broker reports is raised by the session's next send or commit.
-At most :data:`~ternmq.client.session.SEND_WINDOW` sends of a session are in flight; past that
-the sender waits for the oldest, so a broker that holds receipts back (a full destination
-under the "block" policy) slows its producers down.
+At most :data:`~ternmq.client._send_window.SEND_WINDOW` sends of a session are in flight;
+past that the sender waits for the oldest, so a broker that holds receipts back (a full
+destination under the "block" policy) slows its producers down.
+
+A producer holds its session's :class:`~ternmq.client._send_window.SendWindow` (sends in
+flight) and :class:`~ternmq.client._ledger.DeliveryLedger` (whether the transaction did work,
+whether it is doomed) directly; what it needs of the session itself is the small
+:class:`ProducerSession` protocol, so this module does not import the session's.
 """
 
 from __future__ import annotations
@@ -31,10 +36,12 @@ from ternmq.message.codec import encode_message
 from ternmq.protocol import commands as c
 
 if TYPE_CHECKING:
-    from ternmq.client.session import Session
+    from ternmq.client._ledger import DeliveryLedger
+    from ternmq.client._send_window import SendWindow
+    from ternmq.client._types import Link
     from ternmq.transport._pending import PendingReply
 
-__all__ = ["CompletionListener", "MessageProducer"]
+__all__ = ["CompletionListener", "MessageProducer", "ProducerSession"]
 
 _PERSISTENT: Final = DeliveryMode.PERSISTENT  # per send; a global is ~65 ns faster on 3.11
 
@@ -49,11 +56,39 @@ class CompletionListener(Protocol):
         """The send failed with ``exception``."""
 
 
+class ProducerSession(Protocol):
+    """What a producer needs of its session (a ``Session``)."""
+
+    _id: int
+
+    @property
+    def _connection(self) -> Link:
+        """The session's connection."""
+        ...
+
+    def _check_open(self) -> None:
+        """Raise IllegalStateException if the session or its connection is closed."""
+        ...
+
+    def _check_not_in_completion(self, what: str) -> None:
+        """Raise IllegalStateException when called from a completion listener."""
+        ...
+
+
 class MessageProducer:
     """Sends messages to a destination (classic API); create with ``session.create_producer``."""
 
-    def __init__(self, session: Session, destination: Destination | None) -> None:
+    def __init__(
+        self,
+        session: ProducerSession,
+        destination: Destination | None,
+        window: SendWindow,
+        ledger: DeliveryLedger,
+    ) -> None:
         self._session = session
+        self._window = window
+        self._ledger = ledger
+        self._transacted = window.transacted
         self._destination = destination
         self._closed = False
         self._delivery_mode: int = DeliveryMode.PERSISTENT
@@ -248,8 +283,9 @@ class MessageProducer:
         listener: CompletionListener | None,
     ) -> None:
         session = self._session
-        if session._inflight or session._send_failure is not None:
-            session._check_sends()
+        window = self._window
+        if window.inflight or window.failure is not None:
+            window.check()
         conn = session._connection
         now = conn.clock.now_ms()
         message._destination = dest
@@ -269,10 +305,10 @@ class MessageProducer:
                 f"{type(dup).__name__}: set it with set_string_property"
             )
         data = encode_message(message)
-        if session._mode == session.SESSION_TRANSACTED:  # a failover dooms this transaction
-            session._tx_work = True
+        if self._transacted:  # a failover dooms this transaction
+            self._ledger.tx_work = True
         pipelined = listener is None and mode != _PERSISTENT and not conn.block_np_sends
-        quiet = pipelined and session._quiet_next()
+        quiet = pipelined and window.quiet_next()
         req = c.Send(
             corr=0 if quiet else conn.next_corr(),
             session_id=session._id,
@@ -291,7 +327,7 @@ class MessageProducer:
             conn.oneway(req, lazy=True)
             return
         if pipelined:  # answered: vouches for the quiet sends before it, paces the sender
-            session._pipeline(conn.submit(req, lazy=True), dest)
+            window.pipeline(conn.submit(req, lazy=True), dest)
             return
         if listener is None:
             check_reply(conn.request(req))  # PROD-13: wait for the broker's receipt
@@ -309,7 +345,7 @@ class MessageProducer:
                     check_reply(pending.result())
                 except JMSException as exc:
                     failure = exc
-                    if pending.error is not None and conn._failover and conn._resendable(req):
+                    if pending.error is not None and conn._failing_over and conn._resendable(req):
                         try:  # failover + JMS_TernMQ_DuplicateID: the resend is safe (PSF-09)
                             check_reply(conn.request(req))
                             failure = None
@@ -322,14 +358,14 @@ class MessageProducer:
                     failure.error_code,
                     failure,
                 )
-                if session._mode == session.SESSION_TRANSACTED:
-                    session._rollback_only = failure  # the next commit() rolls back (TX-06)
+                if self._transacted:
+                    self._ledger.rollback_only = failure  # the next commit() rolls back (TX-06)
             if failure is None:
                 listener.on_completion(message)
             else:
                 listener.on_exception(message, failure)
 
-        session._complete_later(complete)
+        window.complete_later(complete)
 
     def close(self) -> None:
         """Close the producer; waits for its asynchronous sends to complete. Idempotent.
@@ -340,7 +376,7 @@ class MessageProducer:
         if self._closed:
             return
         self._session._check_not_in_completion("close()")
-        self._session._wait_sends()
+        self._window.wait()
         self._closed = True
 
     def __enter__(self) -> MessageProducer:
