@@ -6,8 +6,6 @@ import ast
 import pathlib
 import re
 
-import pytest
-
 import ternmq
 
 SRC = pathlib.Path(ternmq.__file__).resolve().parent
@@ -307,7 +305,6 @@ def test_import_graph_helpers(tmp_path: pathlib.Path) -> None:
     assert _cycles({"a": {"b": [1]}, "b": {}}) == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 16 merge")
 def test_no_import_cycles() -> None:
     """Issue 16: no import cycle among the modules of ``src/ternmq``, counting imports inside
     functions and under ``TYPE_CHECKING`` (a cycle at run time is a layering error at rest)."""
@@ -463,7 +460,6 @@ def test_type_check_walker() -> None:
     )
 
 
-@pytest.mark.xfail(strict=True, reason="issue 16 merge")
 def test_no_store_or_clock_type_checks() -> None:
     """Issue 16: no host or gateway asks which store or clock it has (``isinstance`` and the
     like); what differs is a capability of the store or clock protocol. Only ``ternmq/store/``
