@@ -3,14 +3,20 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# What running the broker needs (no test tools): make run, make demo.
+RUNSTAMP := $(VENV)/.installed-run
 # The spark extra (pyspark builds a ~450 MB wheel on first install): only what needs it.
 SPARK  := $(VENV)/.installed-spark
 
 .PHONY: venv install run demo pipeline-demo test lint typecheck unit catalog-coverage bench clean
 
-$(STAMP): pyproject.toml
+$(RUNSTAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $(RUNSTAMP)
+
+$(STAMP): $(RUNSTAMP)
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
@@ -21,11 +27,11 @@ $(SPARK): $(STAMP)
 venv install: $(SPARK)
 
 ## make run: start the network broker (ternmq serve; data in ./data, port 61616)
-run: $(STAMP)
+run: $(RUNSTAMP)
 	$(VENV)/bin/ternmq serve
 
 ## make demo: a short tour on an embedded broker (no server needed)
-demo: $(STAMP)
+demo: $(RUNSTAMP)
 	$(VENV)/bin/ternmq demo
 
 ## make pipeline-demo: the example Spark pipeline (needs Java 17; see README)

@@ -118,6 +118,7 @@ DEFAULT_URL = "tcp://127.0.0.1:61616"
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_PIPE = 141  # stdout closed by its reader (``| head``): as a program killed by SIGPIPE
 BENCH_PROPERTY = "ternmq_bench_sent_ns"
 
 # ``NAME:TYPE=VALUE`` property types and the message setter each one uses.
@@ -143,6 +144,10 @@ class _CliError(Exception):
 
 class _UsageError(_CliError):
     """A mistake on the command line: reported as one line on stderr, exit status 2."""
+
+
+class _Interrupted(Exception):
+    """Ctrl-C in a loop that has done part of its work: the text says how far it got."""
 
 
 def _error(text: str) -> None:
@@ -308,12 +313,20 @@ def _cmd_send(args: argparse.Namespace) -> int:
         producer.delivery_delay = args.delay
         started = time.perf_counter()
         last_id = None
-        for _ in range(args.count):
-            msg = session.create_text_message(args.text)
-            for name, setter, value in props:
-                getattr(msg, setter)(name, value)
-            producer.send(msg)
-            last_id = msg.jms_message_id
+        sent = 0
+        try:
+            for _ in range(args.count):
+                msg = session.create_text_message(args.text)
+                for name, setter, value in props:
+                    getattr(msg, setter)(name, value)
+                producer.send(msg)
+                last_id = msg.jms_message_id
+                sent += 1
+        except KeyboardInterrupt:
+            last = f"; last id {last_id}" if last_id else ""
+            raise _Interrupted(
+                f"sent {sent} of {_plural(args.count, 'message')} to {dest}{last}"
+            ) from None
         elapsed = time.perf_counter() - started
     details = ["persistent" if persistent else "non-persistent", f"priority {args.priority}"]
     if args.ttl:
@@ -336,15 +349,25 @@ def _cmd_receive(args: argparse.Namespace) -> int:
     prefetch = wanted if 0 < wanted < 100 else 100
     got = 0
     with _connected(args, prefetch=prefetch) as conn:
-        session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
+        # Acknowledged one by one, once written out: a message that could not be printed (a
+        # closed pipe, Ctrl-C) goes back to the destination when the session closes.
+        session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
         consumer = session.create_consumer(dest, args.selector or None)
         conn.start()
-        while wanted == 0 or got < wanted:
-            msg = consumer.receive(args.timeout)
-            if msg is None:
-                break
-            got += 1
-            print(_format_message(msg), flush=True)
+        try:
+            while wanted == 0 or got < wanted:
+                msg = consumer.receive(args.timeout)
+                if msg is None:
+                    break
+                print(_format_message(msg), flush=True)
+                msg.acknowledge()
+                got += 1
+        except KeyboardInterrupt:
+            raise _Interrupted(
+                f"received {_plural(got, 'message')} from {dest}"
+                + (f" of {wanted}" if wanted else "")
+                + "; the one being received, if any, stays on the destination"
+            ) from None
     waited = f"within {args.timeout:g} s"
     where = f"{dest}" + (f" matching {args.selector!r}" if args.selector else "")
     if not got:
@@ -417,7 +440,17 @@ def _cmd_stat(args: argparse.Namespace) -> int:
 
     dest = None if args.destination is None else _parse_destination(args.destination)
     with _connected(args) as conn:
-        stats = _admin.stat(conn, dest)
+        result = _admin.stat_result(conn, dest)
+    stats = result.destinations
+    if result.hidden:
+        who = "an anonymous connection" if args.user is None else f"user {args.user!r}"
+        note = (
+            f"{_plural(result.hidden, 'destination')} not shown: {who} has no 'admin' "
+            'permission on them (docs/operations.md, "Security")'
+        )
+        if not stats:
+            raise _CliError(note)
+        print(f"ternmq: {note}", file=sys.stderr)
     if args.json:
         print(json.dumps([_stat_dict(d) for d in stats], indent=2))
         return 0
@@ -802,7 +835,9 @@ _CLIENT_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 def _run_client_command(args: argparse.Namespace) -> int:
     """Run an operator command; expected failures become one line on stderr."""
     try:
-        return _CLIENT_COMMANDS[args.command](args)
+        code = _CLIENT_COMMANDS[args.command](args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+        return code
     except _UsageError as exc:
         _error(str(exc))
         return EXIT_USAGE
@@ -812,9 +847,29 @@ def _run_client_command(args: argparse.Namespace) -> int:
     except JMSException as exc:
         _error(str(exc) or type(exc).__name__)
         return EXIT_FAILURE
+    except _Interrupted as exc:
+        _error(f"interrupted: {exc}")
+        return EXIT_INTERRUPTED
     except KeyboardInterrupt:
         _error("interrupted")
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_PIPE
+
+
+def _quiet_stdout() -> None:
+    """The reader of stdout went away (``| head``): end without a word, and point stdout at
+    /dev/null so that the interpreter's last flush does not report the broken pipe."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a real file (a test's capture): nothing will be flushed at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 def _pipeline_demo(argv: list[str]) -> int:

@@ -131,6 +131,6 @@ def test_interrupt_exits_130(
     def interrupt(*a: object, **k: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(_admin, "stat", interrupt)
+    monkeypatch.setattr(_admin, "stat_result", interrupt)
     r = run(capsys, broker.url, "stat")
     one_line_error(r, 130, "interrupted")

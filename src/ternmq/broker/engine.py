@@ -1172,20 +1172,26 @@ class Broker:
     # ------------------------------------------------------------------ admin
     def _on_stat(self, conn: BrokerConnection, req: c.Stat) -> c.Reply:
         """Admin: the state of one destination, or of every destination sorted by name (with
-        an authorizer: every destination this user may administer)."""
+        an authorizer: every destination this user may administer, and how many others there
+        are)."""
+        hidden = 0
         if req.destination is not None:
             dests = [self._admin_dest(conn, req.destination)]
         else:
             auth = self.authorizer
+            every = [*self.queues, *self.topics]
             dests = sorted(
                 (
                     d
-                    for d in [*self.queues, *self.topics]
+                    for d in every
                     if auth is None or d.is_temporary or auth(conn.user, "admin", str(d))
                 ),
                 key=str,
             )
-        return c.StatResult(corr=req.corr, destinations=[self._stat(d) for d in dests])
+            hidden = len(every) - len(dests)
+        return c.StatResult(
+            corr=req.corr, destinations=[self._stat(d) for d in dests], hidden=hidden
+        )
 
     def _on_purge(self, conn: BrokerConnection, req: c.Purge) -> c.Reply:
         """Admin: drop every message of a queue that is not in flight (ready or scheduled);

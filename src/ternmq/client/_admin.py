@@ -17,11 +17,25 @@ from ternmq.protocol import commands as c
 if TYPE_CHECKING:
     from ternmq.client.connection import Connection
 
-__all__ = ["purge", "stat"]
+__all__ = ["purge", "stat", "stat_result"]
 
 
 def stat(conn: Connection, destination: Destination | str | None = None) -> list[c.DestinationStat]:
-    """The state of ``destination`` (or of every destination, sorted by name).
+    """The state of ``destination`` (or of every destination the user may administer, sorted
+    by name).
+
+    Raises:
+        InvalidDestinationException: the destination does not exist or cannot be parsed.
+        JMSSecurityException: the user may not administer the broker.
+        IllegalStateException: the connection is closed.
+        JMSException: the broker link failed.
+    """
+    return stat_result(conn, destination).destinations
+
+
+def stat_result(conn: Connection, destination: Destination | str | None = None) -> c.StatResult:
+    """:func:`stat`'s whole reply: the destinations, and how many were ``hidden`` because the
+    user may not administer them.
 
     Raises:
         InvalidDestinationException: the destination does not exist or cannot be parsed.
@@ -31,7 +45,7 @@ def stat(conn: Connection, destination: Destination | str | None = None) -> list
     """
     conn._check_open()
     text = None if destination is None else str(destination)
-    return expect_reply(conn.request(c.Stat(destination=text)), c.StatResult, "Stat").destinations
+    return expect_reply(conn.request(c.Stat(destination=text)), c.StatResult, "Stat")
 
 
 def purge(conn: Connection, destination: Destination | str) -> int:

@@ -440,10 +440,12 @@ class DestinationStat(msgspec.Struct, frozen=True, kw_only=True, array_like=True
 
 
 class StatResult(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
-    """Reply to ``Stat``: one entry per destination, sorted by name."""
+    """Reply to ``Stat``: one entry per destination, sorted by name; ``hidden`` counts the
+    destinations left out because the user may not administer them."""
 
     corr: int = 0
     destinations: list[DestinationStat] = msgspec.field(default_factory=list)
+    hidden: int = 0
 
 
 class Bounds(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):

@@ -34,12 +34,20 @@ def _quote(value: object) -> str:
     return text
 
 
+def _key(name: str) -> str:
+    """A field name as a logfmt key: anything but letters, digits, ``_``, ``.`` and ``-``
+    becomes ``_`` (``staged transactions`` -> ``staged_transactions``)."""
+    if name.isidentifier():
+        return name
+    return "".join(ch if ch.isalnum() or ch in "_.-" else "_" for ch in name) or "_"
+
+
 def log_event(logger: logging.Logger, level: int, event: str, /, **fields: object) -> None:
     """Log ``event`` with ``fields`` as one ``key=value`` line (None values are left out)."""
     if not logger.isEnabledFor(level):
         return
     parts = [f"event={event}"]
-    parts.extend(f"{k}={_quote(v)}" for k, v in fields.items() if v is not None)
+    parts.extend(f"{_key(k)}={_quote(v)}" for k, v in fields.items() if v is not None)
     logger.log(level, " ".join(parts), extra={"kv": True})
 
 
