@@ -189,6 +189,16 @@ def test_example_config_loads() -> None:
     assert cfg.listeners and cfg.users and cfg.permissions
 
 
+def test_example_config_says_its_users_passwords() -> None:
+    """The example's comment gives each user's password, and the hashes match them."""
+    text = (ROOT / "docs" / "ternmq.example.toml").read_text(encoding="utf-8")
+    cfg = load_config(ROOT / "docs" / "ternmq.example.toml")
+    for user, stored in cfg.users.items():
+        password = f"{user}-example-password"
+        assert f'"{password}"' in text, user
+        assert verify_password(password, stored.password), user
+
+
 def test_server_thread_in_process() -> None:
     """The in-process server (for embedding and for transport tests) on a memory store."""
     cfg = ServerConfig().with_overrides(port=0)
