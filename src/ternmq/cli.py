@@ -13,6 +13,7 @@ import datetime
 import json
 import math
 import os
+import platform
 import shutil
 import sys
 import threading
@@ -21,6 +22,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from ternmq._version import __version__
 from ternmq.errors import JMSException
 
 if TYPE_CHECKING:
@@ -899,6 +901,11 @@ def main(argv: list[str] | None = None) -> int:
         return _pipeline_demo(raw[1:])
     parser = argparse.ArgumentParser(
         prog="ternmq", description="ternmq: a JMS 2.0 broker for Python"
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"ternmq {__version__} (Python {platform.python_version()})",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="run a short tour on an embedded broker")

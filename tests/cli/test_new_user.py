@@ -225,3 +225,12 @@ def test_log_keys_are_logfmt() -> None:
     assert "staged_transactions=0" in line
     for token in line.split(" "):
         assert re.fullmatch(r"[A-Za-z0-9_.-]+=\S+", token), token
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from ternmq import __version__, cli
+
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.startswith(f"ternmq {__version__} (Python 3.")
