@@ -8,6 +8,7 @@ message. The network server (``ternmq serve``) arrives with the network broker.
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import datetime
 import json
@@ -23,10 +24,10 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ternmq._version import __version__
-from ternmq.errors import JMSException
+from ternmq.errors import JMSException, MessageEOFException
 
 if TYPE_CHECKING:
-    from ternmq.client import Connection, MessageConsumer
+    from ternmq.client import Connection, MessageConsumer, Session
     from ternmq.destination import Destination
     from ternmq.message import Message
     from ternmq.protocol.commands import DestinationStat
@@ -294,8 +295,95 @@ def _format_message(msg: Message) -> str:
     return "\n".join(lines)
 
 
+def _json_value(value: object) -> object:
+    """A property or map value as JSON: bytes become ``{"base64": ...}``."""
+    if isinstance(value, bytes | bytearray):
+        return {"base64": base64.b64encode(bytes(value)).decode("ascii")}
+    return value
+
+
+def _message_json(msg: Message) -> str:
+    """One line of JSON: id, headers, typed properties and the body (text, base64 bytes, a
+    map or a stream's values; an ObjectMessage body is not decoded)."""
+    from ternmq import BytesMessage, MapMessage, ObjectMessage, StreamMessage, TextMessage
+
+    out: dict[str, object] = {
+        "id": msg.jms_message_id,
+        "destination": None if msg.jms_destination is None else str(msg.jms_destination),
+        "delivery_mode": "PERSISTENT" if msg.jms_delivery_mode == 2 else "NON_PERSISTENT",
+        "priority": msg.jms_priority,
+        "timestamp": msg.jms_timestamp,
+        "redelivered": msg.jms_redelivered,
+        "correlation_id": msg.jms_correlation_id,
+        "type": msg.jms_type,
+        "reply_to": None if msg.jms_reply_to is None else str(msg.jms_reply_to),
+        "expiration": msg.jms_expiration,
+        "delivery_time": msg.jms_delivery_time,
+        "properties": {
+            name: _json_value(msg.get_object_property(name))
+            for name in sorted(msg.get_property_names())
+        },
+    }
+    if isinstance(msg, TextMessage):
+        out["kind"], out["text"] = "text", msg.text
+    elif isinstance(msg, BytesMessage):
+        out["kind"], out["bytes"] = "bytes", _json_value(msg.get_body(bytes) or b"")
+    elif isinstance(msg, MapMessage):
+        out["kind"] = "map"
+        out["map"] = {k: _json_value(msg.get_object(k)) for k in sorted(msg.get_map_names())}
+    elif isinstance(msg, StreamMessage):
+        msg.reset()
+        values: list[object] = []
+        with contextlib.suppress(MessageEOFException):
+            while True:
+                values.append(_json_value(msg.read_object()))
+        out["kind"], out["stream"] = "stream", values
+    elif isinstance(msg, ObjectMessage):
+        out["kind"] = "object"  # not decoded: unpickling is the receiver's decision
+    else:
+        out["kind"] = "message"
+    return json.dumps(out, ensure_ascii=False)
+
+
+def _write_out(text: str) -> None:
+    """Write ``text`` and its newline to stdout in one piece, now: once this returns the
+    reader has it (``print`` writes the newline apart, and a reader that leaves in between
+    would have the text but not its end)."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _send_body(args: argparse.Namespace) -> str | bytes:
+    """What ``send`` sends: ``--text``, or ``--file`` (``-``: standard input) as text if it is
+    UTF-8 and ``--bytes`` is not given, else as bytes."""
+    if args.file is None:
+        return str(args.text)
+    try:
+        if args.file == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(args.file, "rb") as f:
+                data = f.read()
+    except OSError as exc:
+        raise _UsageError(f"cannot read {args.file}: {exc.strerror or exc}") from exc
+    if args.bytes:
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+
+
+def _new_message(session: Session, body: str | bytes) -> Message:
+    if isinstance(body, str):
+        return session.create_text_message(body)
+    msg = session.create_bytes_message()
+    msg.write_bytes(body)
+    return msg
 
 
 def _cmd_send(args: argparse.Namespace) -> int:
@@ -303,6 +391,8 @@ def _cmd_send(args: argparse.Namespace) -> int:
 
     dest = _parse_destination(args.destination)
     props = [_parse_property(p) for p in args.property]
+    reply_to = None if args.reply_to is None else _parse_destination(args.reply_to)
+    body = _send_body(args)
     persistent = args.persistent is not False
     with _connected(args) as conn:
         session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
@@ -318,7 +408,13 @@ def _cmd_send(args: argparse.Namespace) -> int:
         sent = 0
         try:
             for _ in range(args.count):
-                msg = session.create_text_message(args.text)
+                msg = _new_message(session, body)
+                if args.correlation_id is not None:
+                    msg.jms_correlation_id = args.correlation_id
+                if reply_to is not None:
+                    msg.jms_reply_to = reply_to
+                if args.type is not None:
+                    msg.jms_type = args.type
                 for name, setter, value in props:
                     getattr(msg, setter)(name, value)
                 producer.send(msg)
@@ -350,6 +446,7 @@ def _cmd_receive(args: argparse.Namespace) -> int:
     # Buffer no more than will be taken: whatever is left goes back to the queue untouched.
     prefetch = wanted if 0 < wanted < 100 else 100
     got = 0
+    show = _message_json if args.json else _format_message
     with _connected(args, prefetch=prefetch) as conn:
         # Acknowledged one by one, once written out: a message that could not be printed (a
         # closed pipe, Ctrl-C) goes back to the destination when the session closes.
@@ -361,7 +458,7 @@ def _cmd_receive(args: argparse.Namespace) -> int:
                 msg = consumer.receive(args.timeout)
                 if msg is None:
                     break
-                print(_format_message(msg), flush=True)
+                _write_out(show(msg))
                 msg.acknowledge()
                 got += 1
         except KeyboardInterrupt:
@@ -398,14 +495,14 @@ def _cmd_browse(args: argparse.Namespace) -> int:
                 more = True
                 break
             shown += 1
-            print(_format_message(msg))
+            print(_message_json(msg) if args.json else _format_message(msg))
         browser.close()
     summary = f"{_plural(shown, 'message')} on {dest}"
     if args.selector:
         summary += f" matching {args.selector!r}"
     if more:
         summary += " shown; the queue holds more (raise --limit, or 0 for all)"
-    print(summary)
+    print(summary, file=sys.stderr if args.json else sys.stdout)
     return 0
 
 
@@ -745,9 +842,20 @@ def _add_client_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     )
     dest_help = "queue://NAME or topic://NAME"
 
-    p = sub.add_parser("send", parents=[common], help="send text messages")
+    p = sub.add_parser("send", parents=[common], help="send text or bytes messages")
     p.add_argument("destination", metavar="DEST", help=dest_help)
-    p.add_argument("--text", required=True, help="the message text")
+    body = p.add_mutually_exclusive_group(required=True)
+    body.add_argument("--text", help="the message text")
+    body.add_argument(
+        "--file",
+        metavar="PATH",
+        help="send this file's content (- = standard input): a TextMessage if it is UTF-8, "
+        "else a BytesMessage",
+    )
+    p.add_argument("--bytes", action="store_true", help="with --file: always a BytesMessage")
+    p.add_argument("--correlation-id", help="JMSCorrelationID")
+    p.add_argument("--reply-to", metavar="DEST", help="JMSReplyTo: queue://NAME or topic://NAME")
+    p.add_argument("--type", help="JMSType")
     p.add_argument(
         "--property",
         action="append",
@@ -790,12 +898,18 @@ def _add_client_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
         default=5.0,
         help="seconds to wait for each message (default 5)",
     )
+    p.add_argument("--json", action="store_true", help="one JSON object per message and line")
 
     p = sub.add_parser("browse", parents=[common], help="show a queue's messages, not consuming")
     p.add_argument("destination", metavar="DEST", help="queue://NAME")
     p.add_argument("--selector", help="a JMS message selector")
     p.add_argument(
         "--limit", type=_count, default=100, help="messages to show (default 100; 0 = all)"
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object per message and line (the summary goes to stderr)",
     )
 
     p = sub.add_parser("stat", parents=[common], help="show destinations and their counters")

@@ -43,6 +43,7 @@ clock runs that work synchronously instead.
 
 from __future__ import annotations
 
+import atexit
 import collections
 import contextlib
 import logging
@@ -64,6 +65,20 @@ log = logging.getLogger("ternmq.broker")
 
 _registry: dict[str, EmbeddedBroker] = {}
 _registry_lock = threading.Lock()
+
+
+def _stop_durable_brokers() -> None:
+    """At interpreter exit, stop every embedded broker that keeps a data dir, so that what its
+    store still queues (one-way acknowledgements, most of all) is written before the process
+    ends: an acknowledged message must not come back after a normal exit."""
+    with _registry_lock:
+        durable = [b for b in _registry.values() if b.data_dir is not None]
+    for broker in durable:
+        with contextlib.suppress(Exception):
+            broker.stop()
+
+
+atexit.register(_stop_durable_brokers)
 
 
 class ReplyWaiter(Protocol):
