@@ -988,6 +988,30 @@ def _quiet_stdout() -> None:
         os.close(devnull)
 
 
+def _passwd(from_stdin: bool) -> int:
+    """``ternmq passwd``: print the hash of a password, for ``[users.NAME] password``."""
+    import getpass
+
+    from ternmq.server.security import hash_password
+
+    try:
+        if from_stdin:
+            password = sys.stdin.readline().rstrip("\r\n")
+        else:
+            password = getpass.getpass("password: ")
+            if getpass.getpass("again: ") != password:
+                _error("the two passwords differ; nothing was hashed")
+                return EXIT_USAGE
+    except (EOFError, KeyboardInterrupt):
+        _error("no password given")
+        return EXIT_INTERRUPTED
+    if not password:
+        _error("an empty password cannot be hashed: give one")
+        return EXIT_USAGE
+    print(hash_password(password))
+    return 0
+
+
 def _pipeline_demo(argv: list[str]) -> int:
     """``ternmq pipeline-demo``: the example Spark pipeline (``ternmq.spark.pipeline_demo``)."""
     try:
@@ -1023,6 +1047,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="run a short tour on an embedded broker")
+    pw = sub.add_parser(
+        "passwd",
+        help="hash a password for the server's config ([users.NAME] password = ...)",
+        description="Hash a password (salted scrypt) for a [users.NAME] table of the server's "
+        "config. It asks twice on a terminal; --stdin reads one line instead.",
+    )
+    pw.add_argument("--stdin", action="store_true", help="read the password from stdin")
     sub.add_parser("serve", help="run the network broker (see: ternmq serve --help)")
     sub.add_parser(
         "pipeline-demo", help="run the example Spark pipeline (needs ternmq[spark] and Java)"
@@ -1031,6 +1062,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.command == "demo":
         return _demo()
+    if args.command == "passwd":
+        return _passwd(args.stdin)
     if args.command in _CLIENT_COMMANDS:
         return _run_client_command(args)
     return 2  # pragma: no cover - argparse rejects unknown commands

@@ -317,3 +317,22 @@ def test_browse_json_is_one_object_per_line(
     assert mapped["properties"]["region"] == "EU"
     assert streamed["kind"] == "stream" and streamed["stream"] == ["a", 2]
     assert "2 messages on queue://j" in r.err
+
+
+def test_passwd_hashes_for_the_config(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ternmq import cli
+    from ternmq.server.security import verify_password
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("s3cret pass\n"))
+    assert cli.main(["passwd", "--stdin"]) == 0
+    stored = capsys.readouterr().out.strip()
+    assert stored.startswith("scrypt$") and verify_password("s3cret pass", stored)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n"))
+    assert cli.main(["passwd", "--stdin"]) == 2
+    assert "empty password" in capsys.readouterr().err
+    answers = iter(["one", "two"])
+    monkeypatch.setattr("getpass.getpass", lambda prompt="": next(answers))
+    assert cli.main(["passwd"]) == 2
+    assert "differ" in capsys.readouterr().err
