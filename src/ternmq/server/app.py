@@ -419,10 +419,7 @@ class BrokerServer(BrokerHost):
                     retry_in_s=f"{locked:.0f}",
                     not_logged=skipped,
                 )
-            verdict(
-                f"too many failed logins from {address}: logins from it are refused for "
-                f"{locked:.0f} s more"
-            )
+            verdict(_throttled(address, locked))
             return None
         auth = self.authenticator
         if not auth.needs_hashing(user):
@@ -452,18 +449,26 @@ class BrokerServer(BrokerHost):
     def _check_done(self, fut: concurrent.futures.Future[str | None], check: PasswordCheck) -> None:
         """On the loop: a password check finished; start the next of its address, record
         the outcome, hand the verdict to the connection (unless it is gone)."""
-        nxt = self.admission.finished(check.address)
-        if nxt is not None and not self.stopping:
-            self._run_check(nxt)
-        if fut.cancelled():
-            return
-        try:
-            error = fut.result()
-        except Exception as exc:
-            error = f"authentication failed: {exc}"
-        self._login_outcome(check.address, check.user, error)
-        if not check.cancelled:
-            check.verdict(error)
+        if not fut.cancelled():
+            try:
+                error = fut.result()
+            except Exception as exc:
+                error = f"authentication failed: {exc}"
+            self._login_outcome(check.address, check.user, error)
+            if not check.cancelled:
+                check.verdict(error)
+        admission = self.admission
+        address = check.address
+        nxt = admission.finished(address)
+        while nxt is not None and not self.stopping:
+            locked = admission.locked_for(address, self.loop.time())
+            if not locked:
+                self._run_check(nxt)
+                return
+            # Queued before the address was locked out: refused without a password check.
+            nxt.password = None
+            nxt.verdict(_throttled(address, locked))
+            nxt = admission.finished(address)
 
     def _login_outcome(self, address: str, user: str | None, error: str | None) -> None:
         """Count a login's outcome against ``address``; log a failure and a lock-out."""
@@ -509,6 +514,13 @@ class BrokerServer(BrokerHost):
                     f"this connection has max_consumers_per_connection ({limit}) consumers "
                     "open: close one first"
                 )
+
+
+def _throttled(address: str, locked: float) -> str:
+    """The refusal of a login from an address locked out for ``locked`` more seconds."""
+    return (
+        f"too many failed logins from {address}: logins from it are refused for {locked:.0f} s more"
+    )
 
 
 class ServerThread:
