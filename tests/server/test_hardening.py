@@ -178,3 +178,20 @@ def test_unauthenticated_large_frames_cost_no_memory(serve: Serve) -> None:
     server.wait_log(r"event=protocol_error .*exceeds max_frame \(65536\)")
     with Raw(server.port) as raw:  # still serving
         assert isinstance(raw.connect(), c.Connected)
+
+
+def test_a_connect_still_queued_at_the_handshake_deadline_is_logged_as_such(serve: Serve) -> None:
+    """Item 2: Connects whose password check waits behind the address's others when the
+    handshake timeout hits are logged as queued, not as "no Connect"."""
+    users = f'[users.alice]\npassword = "{hash_password("s3cret")}"\n'
+    server = serve(
+        "[limits]\nhandshake_timeout = 0.5\nlogin_failures = 0\nauth_checks_per_address = 1\n"
+        + users
+    )
+    bad = PREAMBLE + encode(c.Connect(corr=1, user="alice", password="wrong"))
+    socks = _open_sockets(server.port, 60, bad, time.monotonic() + 30)
+    try:
+        line = server.wait_log(r"event=handshake_timeout .*password check still queued")
+        assert "no Connect" not in line
+    finally:
+        _close_all(socks)
