@@ -41,6 +41,16 @@ Timing (time is the caller's, in seconds, any monotonic origin): ``handshake_tim
 creation a connection not yet OPEN has expired; once OPEN, :meth:`check_timers` asks for a
 ``Heartbeat`` when the caller has written nothing for one ``heartbeat`` interval, or (once)
 when the peer has been silent for one, and declares the peer dead after two silent intervals.
+
+Budget before authentication: until :meth:`~NativeServerConnection.accept` the decoder's
+limit is ``max_handshake_frame`` (a ``Connect`` is small), so a peer that never logs in
+cannot make the server buffer a large frame; ``accept`` raises it to ``max_frame``. (A frame
+pipelined after ``Connect`` in the same read is held to the small limit too.)
+
+Read deadline (slowloris): once a frame has started arriving it must be complete within
+``frame_timeout``, in every state. The start is noted per chunk read, not per frame: when a
+chunk leaves a partial frame in the decoder and the previous one did not, or finished
+frames; :meth:`~NativeServerConnection.check_timers` returns :attr:`Timeout.FRAME` past it.
 """
 
 from __future__ import annotations
@@ -111,6 +121,7 @@ class Timeout(enum.Enum):
     HEARTBEAT = "heartbeat"  # write HEARTBEAT_FRAME now
     PEER_DEAD = "peer_dead"  # silent for two intervals: close, release what it held
     HANDSHAKE = "handshake"  # not OPEN within handshake_timeout: close
+    FRAME = "frame"  # a frame started frame_timeout ago is still incomplete: close
 
 
 _HANDSHAKE_STATES: Final = (State.PREAMBLE, State.CONNECT, State.AUTH)
@@ -221,12 +232,18 @@ class NativeServerConnection:
         max_frame: largest frame payload accepted, octets.
         heartbeat: seconds; see :meth:`check_timers`.
         handshake_timeout: seconds from ``now`` to be OPEN.
+        max_handshake_frame: largest frame payload accepted until :meth:`accept`, octets
+            (at most ``max_frame``).
+        frame_timeout: seconds a started frame has to complete (0: no deadline).
     """
 
     __slots__ = (
         "_decoder",
         "_held",
+        "_max_frame",
         "_pre",
+        "frame_started",
+        "frame_timeout",
         "handshake_deadline",
         "handshake_timeout",
         "heartbeat",
@@ -242,6 +259,8 @@ class NativeServerConnection:
         max_frame: int = DEFAULT_MAX_FRAME,
         heartbeat: float = 30.0,
         handshake_timeout: float = 10.0,
+        max_handshake_frame: int = 64 * 1024,
+        frame_timeout: float = 30.0,
     ) -> None:
         self.state = State.PREAMBLE
         self.heartbeat = heartbeat
@@ -250,7 +269,10 @@ class NativeServerConnection:
         self.last_heard = now
         self.probed = False
         self._pre = bytearray()
-        self._decoder = FrameDecoder(max_frame)
+        self._max_frame = max_frame
+        self._decoder = FrameDecoder(min(max_frame, max_handshake_frame))
+        self.frame_timeout = frame_timeout
+        self.frame_started: float | None = None  # when the decoder's partial frame began
         self._held: list[WireCommand] = []
 
     def _step(self, inp: Input, name: str, before: Sequence[Event] = ()) -> None:
@@ -280,10 +302,16 @@ class NativeServerConnection:
             )
         self.last_heard = now
         self.probed = False
+        decoder = self._decoder
         try:
-            cmds = self._decoder.feed(data)
+            cmds = decoder.feed(data)
         except ProtocolError as exc:
             raise ProtocolViolation(str(exc)) from exc
+        if decoder.buffered:
+            if cmds or self.frame_started is None:
+                self.frame_started = now
+        elif self.frame_started is not None:
+            self.frame_started = None
         ok = OPEN_REQUESTS
         for cmd in cmds:
             if type(cmd) not in ok:
@@ -318,10 +346,15 @@ class NativeServerConnection:
             if not rest:
                 return events
             data = rest
+        decoder = self._decoder
         try:
-            cmds = self._decoder.feed(data)
+            cmds = decoder.feed(data)
         except ProtocolError as exc:
             raise ProtocolViolation(str(exc), before=events) from exc
+        if not decoder.buffered:
+            self.frame_started = None
+        elif cmds or self.frame_started is None:
+            self.frame_started = now
         for i, cmd in enumerate(cmds):
             if self.state is _AUTH:
                 self._held.extend(cmds[i:])
@@ -377,6 +410,7 @@ class NativeServerConnection:
             ProtocolViolation: the connection is not AUTH.
         """
         self._step(Input.ACCEPTED, "accepted")
+        self._decoder.max_frame = self._max_frame
 
     def take_held(self) -> list[c.Request]:
         """The requests read after ``Connect`` while the credentials were checked, in order
@@ -413,11 +447,20 @@ class NativeServerConnection:
     # ---- time -----------------------------------------------------------------------------
     def check_timers(self, now: float, last_sent: float) -> Timeout | None:
         """What to do at ``now``, given the caller last wrote to the peer at ``last_sent``:
+        :attr:`Timeout.FRAME` if a frame started ``frame_timeout`` ago is still incomplete,
         :attr:`Timeout.HANDSHAKE` if not OPEN by the handshake deadline,
         :attr:`Timeout.PEER_DEAD` if OPEN and the peer has been silent for two intervals,
         :attr:`Timeout.HEARTBEAT` if OPEN and nothing was written for an interval or the
         peer has been silent for one (once per silence), else None (also once CLOSED)."""
         state = self.state
+        started = self.frame_started
+        if (
+            started is not None
+            and self.frame_timeout
+            and now - started >= self.frame_timeout
+            and state is not _CLOSED
+        ):
+            return Timeout.FRAME
         if state is _OPEN:
             interval = self.heartbeat
             silent = now - self.last_heard
@@ -431,11 +474,27 @@ class NativeServerConnection:
             return Timeout.HANDSHAKE
         return None
 
+    def frame_expired(self, now: float) -> tuple[str, bytes]:
+        """Why the read deadline expired at ``now``, and the ``Error`` frame to send before
+        closing."""
+        started = self.frame_started if self.frame_started is not None else now
+        problem = (
+            f"a frame was not complete {now - started:.1f} s after it started "
+            f"(frame_timeout {self.frame_timeout} s; {self._decoder.buffered} octets received)"
+        )
+        return problem, error_frame(problem)
+
     def handshake_expired(self) -> tuple[str, bytes]:
         """Why the handshake expired, and what to send before closing: an ``Error`` frame to
         a peer that sent its preamble but no ``Connect``, nothing otherwise (before the
         preamble the peer may not speak this protocol; while AUTH the verdict is late, not
         the peer)."""
+        if self.state is _AUTH:
+            problem = (
+                f"the password check of Connect did not finish within handshake_timeout "
+                f"({self.handshake_timeout} s)"
+            )
+            return problem, b""
         what = "preamble" if self.state is _PREAMBLE else "Connect"
         problem = f"no {what} within handshake_timeout ({self.handshake_timeout} s)"
         return problem, error_frame(problem) if self.state is _CONNECT else b""

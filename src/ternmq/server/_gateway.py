@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Protocol, cast
 
 from ternmq.broker.engine import Broker, BrokerConnection
+from ternmq.server.admission import PasswordCheck
 from ternmq.server.config import Limits
 from ternmq.server.logs import log_event
 
@@ -86,7 +87,12 @@ class ConnectionHost(Protocol):
     """Set by a connection when a request that awaits its reply made a store batch."""
 
     def register(self, conn: GatewayConnection) -> bool:
-        """Admit a new socket (False: refuse it, there are too many; the host logs why)."""
+        """Admit a new socket (False: refuse it, there are too many; the host logs why); an
+        admitted socket is *pending* (``conn.pending``) until :meth:`opened`."""
+        ...
+
+    def opened(self, conn: GatewayConnection) -> None:
+        """``conn`` is authenticated: it no longer counts as pending."""
         ...
 
     def unregister(self, conn: GatewayConnection) -> None:
@@ -101,10 +107,14 @@ class ConnectionHost(Protocol):
         """Re-arm the broker's timer after the connection made the broker act."""
         ...
 
-    def authenticate(self, user: str | None, password: str | None, verdict: Verdict) -> None:
-        """Check credentials; call ``verdict`` on the loop thread with None (accepted) or the
-        reason of the refusal: at once when no password hash is computed, else later (never
-        if the server stops meanwhile)."""
+    def authenticate(
+        self, address: str, user: str | None, password: str | None, verdict: Verdict
+    ) -> PasswordCheck | None:
+        """Check credentials of a peer at ``address``; call ``verdict`` on the loop thread
+        with None (accepted) or the reason of the refusal: at once when no password hash is
+        computed or the address is locked out for failed logins, else later (never if the
+        server stops meanwhile). Returns the check while it is queued or running (set its
+        ``cancelled`` when the connection goes), else None."""
         ...
 
     def principal(self, user: str | None) -> str | None:
@@ -147,6 +157,9 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         self.transport: asyncio.Transport | None = None
         self.conn: BrokerConnection | None = None
         self.peer = "?"
+        self.address = "?"  # the peer's host, without the port
+        self.pending = False  # counted by the host as not yet authenticated
+        self._auth_check: PasswordCheck | None = None
         self.user: str | None = None
         self._paused: set[str] = set()
         self._out: list[bytes] = []
@@ -175,7 +188,10 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         its write-buffer limits and start the handshake timer."""
         transport = cast(asyncio.Transport, transport)  # uvloop's are not subclasses
         self.transport = transport
-        self.peer = peer_text(transport.get_extra_info("peername"))
+        peername = transport.get_extra_info("peername")
+        self.peer = peer_text(peername)
+        if isinstance(peername, tuple) and peername:
+            self.address = str(peername[0])
         host = self.host
         if host.stopping or not host.register(self):
             transport.abort()
@@ -256,7 +272,19 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         """Check credentials with reading paused (requests already read wait); ``verdict``
         resumes it with ``self._resume("auth")`` once the connection is open."""
         self._pause("auth")
-        self.host.authenticate(user, password, verdict)
+        self._auth_check = self.host.authenticate(self.address, user, password, verdict)
+
+    @property
+    def auth_queued(self) -> bool:
+        """Whether this connection's password check is still waiting for a worker."""
+        check = self._auth_check
+        return check is not None and check.queued
+
+    def _opened(self) -> None:
+        """The connection is authenticated: tell the host it is no longer pending."""
+        self._auth_check = None
+        if self.pending:
+            self.host.opened(self)
 
     # ---- closing --------------------------------------------------------------------------
     def close(self, reason: str, *, drop: bool = False) -> None:
@@ -311,6 +339,10 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
             self._handshake_timer = None
 
     def _cancel_timers(self) -> None:
+        check = self._auth_check
+        if check is not None:
+            check.cancelled = True
+            self._auth_check = None
         for timer in (self._handshake_timer, self._abort_timer):
             if timer is not None:
                 timer.cancel()

@@ -50,6 +50,7 @@ from ternmq.broker.host import BrokerHost
 from ternmq.errors import JMSException, ResourceAllocationException
 from ternmq.protocol import commands as c
 from ternmq.server._gateway import ConnectionHost, GatewayConnection, Verdict
+from ternmq.server.admission import Admission, PasswordCheck
 from ternmq.server.config import Limits, ListenerConfig, ServerConfig, TlsConfig, load_config
 from ternmq.server.logs import LEVELS, log_event, setup_logging
 from ternmq.server.native import NativeConnection
@@ -118,6 +119,7 @@ class BrokerServer(BrokerHost):
         self.executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=4, thread_name_prefix="ternmq-auth"
         )
+        self.admission = Admission(config.limits)
         self._store = store
         self._servers: list[asyncio.Server] = []
         self._timer: asyncio.TimerHandle | None = None
@@ -337,7 +339,10 @@ class BrokerServer(BrokerHost):
             done.result(10)
 
     def _arm_sweeper(self) -> None:
-        interval = self.config.limits.heartbeat
+        limits = self.config.limits
+        interval = limits.heartbeat
+        if limits.frame_timeout:
+            interval = min(interval, limits.frame_timeout)
         self._sweeper = self.loop.call_later(max(0.02, interval / 4), self._sweep)
 
     def _sweep(self) -> None:
@@ -362,31 +367,125 @@ class BrokerServer(BrokerHost):
         if cap and len(self.connections) >= cap:
             log_event(log, logging.WARNING, "too_many_sockets", peer=conn.peer, limit=cap)
             return False
+        admission = self.admission
+        refused = admission.admit(conn.address)
+        if refused is not None:
+            skipped = admission.should_log("too_many_pending", conn.address, self.loop.time())
+            if skipped is not None:
+                log_event(
+                    log,
+                    logging.WARNING,
+                    "too_many_pending",
+                    peer=conn.peer,
+                    limit=refused,
+                    value=getattr(self.config.limits, refused),
+                    not_logged=skipped,
+                )
+            return False
+        conn.pending = True
         self.connections.add(conn)
         return True
+
+    def opened(self, conn: GatewayConnection) -> None:
+        """``conn`` is authenticated: it no longer counts as pending."""
+        if conn.pending:
+            conn.pending = False
+            self.admission.settled(conn.address)
 
     def unregister(self, conn: GatewayConnection) -> None:
         """Forget a socket that is gone (idempotent)."""
         self.connections.discard(conn)
+        self.opened(conn)
 
-    def authenticate(self, user: str | None, password: str | None, verdict: Verdict) -> None:
-        """Check credentials: at once when no password is hashed, else in the executor with
-        the verdict handed back to the loop (dropped if the loop is gone). ``verdict`` gets
-        None (accepted) or the reason of the refusal."""
+    def authenticate(
+        self, address: str, user: str | None, password: str | None, verdict: Verdict
+    ) -> PasswordCheck | None:
+        """Check credentials of a peer at ``address``: refused at once while the address is
+        locked out for failed logins (see ``Admission``), checked at once when no password
+        is hashed, else queued per address and run in the executor with the verdict handed
+        back to the loop (dropped if the loop is gone). ``verdict`` gets None (accepted) or
+        the reason of the refusal. Returns the check while it is queued or running."""
+        admission = self.admission
+        now = self.loop.time()
+        locked = admission.locked_for(address, now)
+        if locked:
+            skipped = admission.should_log("login_throttled", address, now)
+            if skipped is not None:
+                log_event(
+                    log,
+                    logging.WARNING,
+                    "login_throttled",
+                    address=address,
+                    retry_in_s=f"{locked:.0f}",
+                    not_logged=skipped,
+                )
+            verdict(_throttled(address, locked))
+            return None
         auth = self.authenticator
         if not auth.needs_hashing(user):
-            verdict(auth.check(user, password))
-            return
-        fut = self.executor.submit(auth.check, user, password)
+            error = auth.check(user, password)
+            self._login_outcome(address, user, error)
+            verdict(error)
+            return None
+        check = PasswordCheck(address, user, password, verdict)
+        if admission.start(check):
+            self._run_check(check)
+        return check
+
+    def _run_check(self, check: PasswordCheck) -> None:
+        """Run ``check`` in the executor; its outcome comes back to the loop."""
+        password, check.password = check.password, None
+        fut = self.executor.submit(self.authenticator.check, check.user, password)
         loop = self.loop
 
         def done(f: concurrent.futures.Future[str | None]) -> None:
             try:
-                loop.call_soon_threadsafe(_deliver_verdict, f, verdict)
+                loop.call_soon_threadsafe(self._check_done, f, check)
             except RuntimeError:
                 pass  # the loop is gone (server stopped)
 
         fut.add_done_callback(done)
+
+    def _check_done(self, fut: concurrent.futures.Future[str | None], check: PasswordCheck) -> None:
+        """On the loop: a password check finished; start the next of its address, record
+        the outcome, hand the verdict to the connection (unless it is gone)."""
+        if not fut.cancelled():
+            try:
+                error = fut.result()
+            except Exception as exc:
+                error = f"authentication failed: {exc}"
+            self._login_outcome(check.address, check.user, error)
+            if not check.cancelled:
+                check.verdict(error)
+        admission = self.admission
+        address = check.address
+        nxt = admission.finished(address)
+        while nxt is not None and not self.stopping:
+            locked = admission.locked_for(address, self.loop.time())
+            if not locked:
+                self._run_check(nxt)
+                return
+            # Queued before the address was locked out: refused without a password check.
+            nxt.password = None
+            nxt.verdict(_throttled(address, locked))
+            nxt = admission.finished(address)
+
+    def _login_outcome(self, address: str, user: str | None, error: str | None) -> None:
+        """Count a login's outcome against ``address``; log a failure and a lock-out."""
+        now = self.loop.time()
+        backoff = self.admission.record(address, error is not None, now)
+        if error is None:
+            return
+        log_event(log, logging.WARNING, "login_failed", address=address, user=user)
+        if backoff:
+            log_event(
+                log,
+                logging.WARNING,
+                "login_throttled",
+                address=address,
+                retry_in_s=f"{backoff:.0f}",
+                reason="too many failed logins",
+            )
 
     def principal(self, user: str | None) -> str | None:
         """The user an accepted connection acts as (None: anonymous)."""
@@ -417,15 +516,11 @@ class BrokerServer(BrokerHost):
                 )
 
 
-def _deliver_verdict(fut: concurrent.futures.Future[str | None], verdict: Verdict) -> None:
-    """On the loop: hand a finished credential check to its connection (not if cancelled)."""
-    if fut.cancelled():
-        return
-    try:
-        error = fut.result()
-    except Exception as exc:
-        error = f"authentication failed: {exc}"
-    verdict(error)
+def _throttled(address: str, locked: float) -> str:
+    """The refusal of a login from an address locked out for ``locked`` more seconds."""
+    return (
+        f"too many failed logins from {address}: logins from it are refused for {locked:.0f} s more"
+    )
 
 
 class ServerThread:

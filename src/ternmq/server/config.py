@@ -99,6 +99,23 @@ class Limits:
         max_inflight_requests: requests of one connection waiting for their reply (mostly for
             the store) past which the server stops reading that connection until half are
             answered.
+        max_handshake_frame: largest frame payload accepted before the connection is
+            authenticated, octets (a ``Connect`` is small); larger closes the connection.
+        frame_timeout: seconds a frame has to arrive in full once its first octet has;
+            past it the connection is closed (0 = no deadline).
+        max_pending: sockets not yet authenticated, server-wide (0 = unlimited); past it a
+            new socket is closed at once.
+        max_pending_per_address: sockets not yet authenticated from one address (0 =
+            unlimited); past it a new socket from that address is closed at once.
+        login_failures: failed logins from one address within ``login_window`` after which
+            that address's logins are refused at once, without a password check, for
+            ``login_backoff`` seconds (doubled at each further lock-out, up to
+            ``login_backoff_max``); 0 = never.
+        login_window: see ``login_failures``.
+        login_backoff: see ``login_failures``.
+        login_backoff_max: see ``login_failures``.
+        auth_checks_per_address: password checks of one address running at once; the rest of
+            that address's wait in its own queue so other addresses get a worker.
     """
 
     max_connections: int = 1000
@@ -111,6 +128,15 @@ class Limits:
     write_buffer_low: int = 1024 * 1024
     shutdown_grace: float = 5.0
     max_inflight_requests: int = 4096
+    max_handshake_frame: int = 64 * 1024
+    frame_timeout: float = 30.0
+    max_pending: int = 512
+    max_pending_per_address: int = 64
+    login_failures: int = 5
+    login_window: float = 60.0
+    login_backoff: float = 30.0
+    login_backoff_max: float = 600.0
+    auth_checks_per_address: int = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -347,6 +373,10 @@ def _check_limits(limits: Limits) -> None:
         "heartbeat",
         "write_buffer_high",
         "max_inflight_requests",
+        "max_handshake_frame",
+        "login_window",
+        "login_backoff",
+        "auth_checks_per_address",
     ):
         if getattr(limits, name) <= 0:
             raise ValueError(f"config limits.{name} must be positive")

@@ -82,6 +82,8 @@ class NativeConnection(GatewayConnection):
             max_frame=limits.max_frame,
             heartbeat=limits.heartbeat,
             handshake_timeout=limits.handshake_timeout,
+            max_handshake_frame=limits.max_handshake_frame,
+            frame_timeout=limits.frame_timeout,
         )
         self._max_inflight = limits.max_inflight_requests
         self._close_on_corr: int | None = None
@@ -141,9 +143,6 @@ class NativeConnection(GatewayConnection):
                 return
             if isinstance(ev, PreambleReceived):
                 self._write(ev.reply)
-                broker = self.host.broker
-                assert broker is not None
-                self.conn = broker.connect(self._emit)
             elif isinstance(ev, ConnectReceived):
                 req = ev.request
                 self._check_credentials(
@@ -199,8 +198,15 @@ class NativeConnection(GatewayConnection):
             self._write(encode(c.Error(corr=req.corr, kind="JMSSecurityException", message=error)))
             self._shut("authentication failed", drop=False)
             return
+        broker = self.host.broker
+        if broker is None:
+            return  # the server stopped meanwhile
         wire.accept()
         self._cancel_handshake_timer()
+        self._opened()
+        # The broker side exists (and counts against max_connections) only once the peer
+        # is authenticated.
+        self.conn = broker.connect(self._emit)
         self.user = self.host.principal(req.user)
         self._handle(msgspec.structs.replace(req, user=self.user, password=None))
         if self.wire.state is not _OPEN:  # (accept() made it OPEN; Connect may close it)
@@ -266,6 +272,19 @@ class NativeConnection(GatewayConnection):
                 silent_s=f"{now - wire.last_heard:.1f}",
             )
             self.close("heartbeat timeout", drop=True)
+        elif action is Timeout.FRAME:
+            problem, reply = wire.frame_expired(now)
+            log_event(
+                log,
+                logging.WARNING,
+                "frame_timeout",
+                peer=self.peer,
+                conn=self._conn_id,
+                user=self.user,
+                problem=problem,
+            )
+            self._write(reply)
+            self.close("frame timeout", drop=True)
         else:
             self._handshake_expired()
 
@@ -274,6 +293,10 @@ class NativeConnection(GatewayConnection):
         if wire.state not in _HANDSHAKE:
             return
         problem, reply = wire.handshake_expired()
+        if wire.state is _AUTH:
+            problem = (
+                "password check still queued" if self.auth_queued else "password check running"
+            ) + f": {problem}"
         log_event(log, logging.WARNING, "handshake_timeout", peer=self.peer, problem=problem)
         if reply:
             self._write(reply)
