@@ -50,9 +50,10 @@ class ObjectMessage(Message):
 
         Reading raises ``MessageFormatException`` when the body names a class outside the
         trusted modules, would build more than its budget allows (objects, octets, nesting
-        depth: the message names the limit) or cannot be deserialized (BODY-37, BODY-38). Assigning pickles the
-        value at once and raises ``MessageNotWriteableException`` on a received message
-        (until ``clear_body()``) and ``MessageFormatException`` for an unpicklable value.
+        depth: the message names the limit) or cannot be deserialized (BODY-37, BODY-38).
+        Assigning pickles the value at once and raises ``MessageNotWriteableException`` on
+        a received message (until ``clear_body()``) and ``MessageFormatException`` for an
+        unpicklable value.
         """
         if self._payload is None:
             return None
