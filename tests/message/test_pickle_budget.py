@@ -7,6 +7,7 @@ load, and the budget can be raised or lowered per message."""
 from __future__ import annotations
 
 import pickle
+import random
 import tracemalloc
 from collections.abc import Callable
 
@@ -161,3 +162,30 @@ def test_budget_rejects_limits_below_one() -> None:
     """A limit below 1 is a programming error: ValueError."""
     with pytest.raises(ValueError, match="max_depth"):
         PickleBudget(max_depth=0)
+
+
+def test_every_protocol_and_damaged_pickles() -> None:
+    """The opcode scan reads protocols 0 to 5 (text and binary memo opcodes alike); damaged
+    pickles raise MessageFormatException and nothing else."""
+    shared = [1, 2]
+    values: list[object] = [
+        [shared, shared, {"a": shared}],
+        {"x": (1, 2.5, "s", None, True)},
+        [[[]]],
+        "x" * 300,
+        10**40,
+        (1,),
+    ]
+    for value in values:
+        for protocol in range(6):
+            assert loads(pickle.dumps(value, protocol=protocol), None) == value
+    base = pickle.dumps(values, protocol=5)
+    rng = random.Random(17)
+    for _ in range(2000):
+        damaged = bytearray(base)
+        for _ in range(3):
+            damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+        try:
+            loads(bytes(damaged), None)
+        except MessageFormatException:
+            continue

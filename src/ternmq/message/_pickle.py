@@ -44,7 +44,7 @@ import pickletools
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from ternmq.errors import MessageFormatException
 
@@ -140,27 +140,82 @@ def _over(limit: str, budget: PickleBudget) -> MessageFormatException:
     )
 
 
-# Opcodes that add the values above a mark (or the one or two values above them) to the
-# container below, in place.
-_INTO_BELOW_MARK: Final = frozenset({"APPENDS", "SETITEMS", "ADDITEMS"})
-_INTO_BELOW: Final = {"APPEND": 1, "SETITEM": 2, "BUILD": 1}
+# What the scan does per opcode (one table entry per opcode octet, built from pickletools'
+# descriptions): the action, how the argument is laid out, the values popped and pushed.
+_MARK, _GET, _PUT, _MEMOIZE, _DUP, _INTO_BELOW_MARK, _INTO_BELOW, _STOP, _FROM_MARK = range(9)
+_OTHER, _SCALAR = 9, 10  # _SCALAR: pushes one value that holds nothing (a literal)
+_FIXED, _LEN1, _LEN4, _LEN4S, _LEN8, _LINE, _LINES2 = range(7)  # argument layouts
+_ACTIONS: Final = {
+    "MARK": _MARK,
+    "GET": _GET,
+    "BINGET": _GET,
+    "LONG_BINGET": _GET,
+    "PUT": _PUT,
+    "BINPUT": _PUT,
+    "LONG_BINPUT": _PUT,
+    "MEMOIZE": _MEMOIZE,
+    "DUP": _DUP,
+    "APPENDS": _INTO_BELOW_MARK,  # add the values above the mark to the container below
+    "SETITEMS": _INTO_BELOW_MARK,
+    "ADDITEMS": _INTO_BELOW_MARK,
+    "APPEND": _INTO_BELOW,  # add the top one or two values to the container below, in place
+    "SETITEM": _INTO_BELOW,
+    "BUILD": _INTO_BELOW,
+    "STOP": _STOP,
+}
 # Opcodes whose value is open (may still grow in place, so a reference to it from inside is
 # a cycle and counts once) until the first opcode that grows it.
 _OPENS: Final = frozenset(
     {"EMPTY_LIST", "EMPTY_DICT", "EMPTY_SET", "LIST", "DICT"}
     | {"NEWOBJ", "NEWOBJ_EX", "REDUCE", "OBJ", "INST"}
 )
-_GETS: Final = frozenset({"GET", "BINGET", "LONG_BINGET"})
-_PUTS: Final = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
+_Op = tuple[str, int, int, int, int, int, bool]  # name, action, layout, size, pops, pushes, opens
+
+
+def _layout(arg: Any) -> tuple[int, int]:
+    if arg is None:
+        return _FIXED, 0
+    n = arg.n
+    if n >= 0:
+        return _FIXED, n
+    if n == pickletools.UP_TO_NEWLINE:
+        return (_LINES2 if arg.name == "stringnl_noescape_pair" else _LINE), 0
+    if n == pickletools.TAKEN_FROM_ARGUMENT1:
+        return _LEN1, 0
+    if n == pickletools.TAKEN_FROM_ARGUMENT4:
+        return _LEN4S, 0
+    if n == pickletools.TAKEN_FROM_ARGUMENT4U:
+        return _LEN4, 0
+    return _LEN8, 0
+
+
+def _table() -> list[_Op | None]:
+    table: list[_Op | None] = [None] * 256
+    for op in pickletools.opcodes:
+        before = op.stack_before
+        layout, size = _layout(op.arg)
+        action = _ACTIONS.get(op.name, _OTHER)
+        if action == _OTHER and before and before[0] is pickletools.markobject:
+            action = _FROM_MARK
+        elif action == _OTHER and not before and len(op.stack_after) == 1:
+            action = _SCALAR if op.name not in _OPENS else _OTHER
+        pops = len(before) - 1 if op.name in ("APPEND", "SETITEM", "BUILD") else len(before)
+        entry = (op.name, action, layout, size, pops, len(op.stack_after), op.name in _OPENS)
+        table[ord(op.code.encode("latin-1"))] = entry
+    return table
+
+
+_TABLE: Final = _table()
 
 
 def _scan(data: bytes, budget: PickleBudget) -> int:
     """Simulate the unpickler over the opcodes of ``data`` (see the module docstring) and
-    return the literal octets counted.
+    return the literal octets counted. Reads the opcodes directly (as ``pickletools.genops``
+    would, without building their arguments).
 
     Raises:
         MessageFormatException: past the budget.
-        ValueError: the opcodes are malformed (``pickletools``).
+        ValueError, IndexError, KeyError: the opcodes are malformed.
     """
     max_objects = budget.max_objects
     max_depth = budget.max_depth
@@ -169,6 +224,10 @@ def _scan(data: bytes, budget: PickleBudget) -> int:
     stack: list[list[int]] = []  # cells: [objects, depth, 1 while open (see _OPENS)]
     marks: list[list[list[int]]] = []
     memo: dict[int, list[int]] = {}
+    table = _TABLE
+    scalar = [1, 0, 0]  # shared by every literal of this scan: nothing grows a literal
+    end = len(data)
+    pos = 0
 
     def grow(into: list[int], items: list[list[int]]) -> None:
         for item in items:
@@ -181,55 +240,87 @@ def _scan(data: bytes, budget: PickleBudget) -> int:
             raise _over("max_depth", budget)
         into[2] = 0
 
-    for op, arg, _pos in pickletools.genops(data):
-        name = op.name
-        if isinstance(arg, (str, bytes, bytearray)):
-            octets += len(arg)
+    while True:
+        entry = table[data[pos]]
+        if entry is None:
+            raise ValueError(f"unknown pickle opcode {data[pos]:#04x} at {pos}")
+        _name, action, layout, size, pops, pushes, opens = entry
+        start = pos = pos + 1
+        if layout == _FIXED:
+            pos += size
+        else:
+            if layout == _LINE:
+                pos = data.index(b"\n", pos) + 1
+            elif layout == _LINES2:
+                pos = data.index(b"\n", data.index(b"\n", pos) + 1) + 1
+            else:
+                width = 1 if layout == _LEN1 else 8 if layout == _LEN8 else 4
+                length = int.from_bytes(data[pos : pos + width], "little", signed=layout == _LEN4S)
+                if length < 0:
+                    raise ValueError(f"negative length in the pickle at {pos}")
+                pos += width + length
+            octets += pos - start
             if octets > max_bytes:
                 raise _over("max_bytes", budget)
-        if name == "MARK":
-            marks.append(stack)
-            stack = []
-        elif name in _GETS:
-            cell = memo[cast(int, arg)]
-            # A value still being built is an ancestor (a cycle): it counts once.
-            stack.append([1, 0, 0] if cell[2] else cell)
-        elif name in _PUTS or name == "MEMOIZE":
-            key = len(memo) if name == "MEMOIZE" else cast(int, arg)
-            if key >= max_objects:
-                raise _over("max_objects", budget)
-            memo[key] = stack[-1]
-        elif name == "DUP":
-            stack.append(stack[-1])
-        elif name in _INTO_BELOW_MARK:
-            items = stack
-            stack = marks.pop()
-            grow(stack[-1], items)
-        elif name in _INTO_BELOW:
-            n = _INTO_BELOW[name]
-            items = stack[-n:]
-            del stack[-n:]
-            grow(stack[-1], items)
-        elif name == "STOP":
-            break
-        else:
-            before = op.stack_before
-            if before and before[0] is pickletools.markobject:
-                items = stack
-                stack = marks.pop()
-            elif before:
-                items = stack[-len(before) :]
-                del stack[-len(before) :]
+        if pos > end:
+            raise ValueError("the pickle is truncated")
+        if action == _SCALAR:
+            stack.append(scalar)
+        elif action == _OTHER:
+            if pops:
+                items = stack[-pops:]
+                del stack[-pops:]
             else:
                 items = []
-            for _ in op.stack_after:
+            for _ in range(pushes):
                 cell = [1, 0, 0]
                 if items:
                     grow(cell, items)
-                if name in _OPENS:
+                if opens:
                     cell[2] = 1
                 stack.append(cell)
-    return octets
+        elif action in (_GET, _PUT):
+            key = (
+                int(data[start : pos - 1])
+                if layout == _LINE
+                else int.from_bytes(data[start:pos], "little")
+            )
+            if action == _GET:
+                cell = memo[key]
+                # A value still being built is an ancestor (a cycle): it counts once.
+                stack.append([1, 0, 0] if cell[2] else cell)
+            else:
+                if key >= max_objects:
+                    raise _over("max_objects", budget)
+                memo[key] = stack[-1]
+        elif action == _MARK:
+            marks.append(stack)
+            stack = []
+        elif action == _MEMOIZE:
+            if len(memo) >= max_objects:
+                raise _over("max_objects", budget)
+            memo[len(memo)] = stack[-1]
+        elif action == _INTO_BELOW:
+            items = stack[-pops:]
+            del stack[-pops:]
+            grow(stack[-1], items)
+        elif action == _INTO_BELOW_MARK:
+            items = stack
+            stack = marks.pop()
+            grow(stack[-1], items)
+        elif action == _FROM_MARK:
+            items = stack
+            stack = marks.pop()
+            for _ in range(pushes):  # LIST, TUPLE, DICT, FROZENSET, INST, OBJ; POP_MARK: none
+                cell = [1, 0, 0]
+                grow(cell, items)
+                if opens:
+                    cell[2] = 1
+                stack.append(cell)
+        elif action == _DUP:
+            stack.append(stack[-1])
+        else:  # STOP
+            return octets
 
 
 # Builtins that build a result as large as an int argument says (the others: as large as a
