@@ -15,7 +15,7 @@ The allow-list stops code execution, not amplification: ``list(range(30_000_000)
 (objects, octets, nesting depth), refusing with a ``MessageFormatException`` that names the
 limit. Two checks make it:
 
-* Before loading, the opcodes are read (``pickletools.genops``, nothing is built) and the
+* Before loading, the opcodes are read (with ``pickletools``' table; nothing is built) and the
   unpickler's stack and memo are simulated with one small ``[objects, depth]`` cell per
   value: a container's cell counts the objects of the tree it expands to, a memo reference
   (``GET``) counting its whole target again, so a "billion laughs" of repeated references is
