@@ -46,7 +46,7 @@ import gc
 import heapq
 import itertools
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Final
 
 from ternmq.broker._ports import SequencedEngine
 from ternmq.broker._queue import SCHEDULED, Entry, MessageQueue
@@ -71,6 +71,8 @@ SEQ_RESERVE_BLOCK = 1 << 20
 MAX_STAGE_MESSAGES = 2_000_000
 # A commit of at least this many messages runs with the cyclic garbage collector paused.
 GC_PAUSE_MESSAGES = 10_000
+# In an encoded message only if a property has the name: the client's value is removed.
+_USER_ID: Final = b"JMSXUserID"
 
 
 # ---- finding the log ---------------------------------------------------------------------
@@ -268,8 +270,13 @@ def on_stage(broker: SequencedEngine, conn: BrokerConnection, req: c.Stage) -> c
             f"{broker.total_bytes} held): commit or abort staged batches, write smaller "
             "batches, or raise the limit"
         )
-    if broker.populate_user_id:
-        sends = [broker.stamp_user(conn, send) for send in sends]  # PROP-23
+    populate = broker.populate_user_id
+    if populate or any(_USER_ID in send.message for send in sends):
+        # PROP-23: a client's JMSXUserID is removed, or replaced by the connection's user
+        sends = [
+            broker.stamp_user(conn, send) if populate or _USER_ID in send.message else send
+            for send in sends
+        ]
     if sends:
         # One store operation for the whole request (a store keeps it as one record).
         broker.ops.append(AddStaged(req.txid, req.sink_id, req.batch_id, len(tx.sends), sends))

@@ -32,7 +32,7 @@ import collections
 import heapq
 import itertools
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -90,6 +90,7 @@ RequestCheck = Callable[["BrokerConnection", c.Request], None]
 MAX_NAME = 255
 MAX_CLIENT_ID = 256  # CONN-08: longer ids, and ids with control characters, are refused
 _SendT = TypeVar("_SendT", c.Send, c.StagedSend)  # a message to route: sent or staged
+_USER_ID: Final = b"JMSXUserID"  # in an encoded message only if a property has the name
 
 
 def _run_now(fn: Callable[[], None]) -> None:
@@ -410,14 +411,16 @@ class Broker:
                 )
 
     def stamp_user(self, conn: BrokerConnection, req: _SendT) -> _SendT:
-        """``req`` with JMSXUserID set to the connection's user, whatever the client put
-        there (PROP-23); removed for an anonymous connection.
+        """``req`` with JMSXUserID set to the connection's user when ``populate_user_id``
+        is on, and removed otherwise or for an anonymous connection: a client never sets it
+        (PROP-23). Callers skip the call (no decoding) when ``populate_user_id`` is off and
+        the encoded message does not contain the octets ``JMSXUserID``.
 
         Raises:
             JMSException: the message does not decode.
         """
         msg = decode_message(req.message)
-        if conn.user is None:
+        if conn.user is None or not self.populate_user_id:
             if "JMSXUserID" not in msg._properties:
                 return req
             msg._properties.pop("JMSXUserID")
@@ -707,7 +710,7 @@ class Broker:
         dup_id = req.duplicate_id
         if dup_id is not None:
             self._dedup.check_id(dup_id)
-        if self.populate_user_id:
+        if self.populate_user_id or _USER_ID in req.message:  # PROP-23: never the client's
             req = self.stamp_user(conn, req)
         if s.transacted:
             s.tx_sends.append(req)

@@ -58,8 +58,9 @@ CLIENT: Final = 2
 DUPS_OK: Final = 3
 
 # Provider-set JMSX properties ternmq does not set (yet); a sender's values are removed.
+# JMSXUserID is not among them: the broker removes a client's value on every send and sets
+# the authenticated user with ``populate_user_id`` (PROP-23), so what arrives is the broker's.
 _PROVIDER_JMSX = (
-    "JMSXUserID",
     "JMSXAppID",
     "JMSXProducerTXID",
     "JMSXConsumerTXID",

@@ -296,6 +296,9 @@ class MessageProducer:
         message._delivery_time = now + round(delay * 1000)
         message._message_id = None if self._disable_id else conn.next_message_id()
         props = message._properties
+        if props and "JMSXUserID" in props:  # PROP-23: provider-set; the broker sets it
+            del props["JMSXUserID"]
+            del message._property_types["JMSXUserID"]
         gid = props.get("JMSXGroupID")
         gseq = props.get("JMSXGroupSeq", 0)
         dup = props.get(c.DUPLICATE_ID_PROPERTY)  # PSF-09: the broker reads it from Send

@@ -3,7 +3,9 @@
 The body is ``_payload``, the pickled bytes (None = no object), made when the object is
 assigned. Reads unpickle a new copy through the restricted unpickler of ``_pickle``, allowing
 the safe builtins plus ``_trusted_modules`` (set by the connection factory on received
-messages; None means builtins only).
+messages; None means builtins only), within ``_pickle_budget`` (the objects, octets and
+nesting depth the body may build; ``_pickle.DEFAULT_BUDGET`` unless the receiving
+connection sets another).
 """
 
 from __future__ import annotations
@@ -29,15 +31,17 @@ class ObjectMessage(Message):
         MessageFormatException: ``obj`` cannot be pickled.
     """
 
-    __slots__ = ("_payload", "_trusted_modules")
+    __slots__ = ("_payload", "_pickle_budget", "_trusted_modules")
     body_type: ClassVar[str] = "object"
 
     _payload: bytes | None
     _trusted_modules: frozenset[str] | None
+    _pickle_budget: _pickle.PickleBudget
 
     def __init__(self, obj: object = None) -> None:
         super().__init__()
         self._trusted_modules = None
+        self._pickle_budget = _pickle.DEFAULT_BUDGET
         self._payload = None if obj is None else _pickle.dumps(obj)
 
     @property
@@ -45,13 +49,15 @@ class ObjectMessage(Message):
         """A newly deserialized copy of the body object, or None (BODY-36).
 
         Reading raises ``MessageFormatException`` when the body names a class outside the
-        trusted modules or cannot be deserialized (BODY-37, BODY-38). Assigning pickles the
-        value at once and raises ``MessageNotWriteableException`` on a received message
-        (until ``clear_body()``) and ``MessageFormatException`` for an unpicklable value.
+        trusted modules, would build more than its budget allows (objects, octets, nesting
+        depth: the message names the limit) or cannot be deserialized (BODY-37, BODY-38).
+        Assigning pickles the value at once and raises ``MessageNotWriteableException`` on
+        a received message (until ``clear_body()``) and ``MessageFormatException`` for an
+        unpicklable value.
         """
         if self._payload is None:
             return None
-        return _pickle.loads(self._payload, self._trusted_modules)
+        return _pickle.loads(self._payload, self._trusted_modules, self._pickle_budget)
 
     @object.setter
     def object(self, value: object) -> None:

@@ -70,6 +70,7 @@ from ternmq.message import (
     StreamMessage,
     TextMessage,
 )
+from ternmq.message._pickle import DEFAULT_BUDGET as _OBJECT_BUDGET
 from ternmq.message._types import T
 
 __all__ = [
@@ -908,6 +909,7 @@ def decode_message(
         msg = ObjectMessage.__new__(ObjectMessage)
         msg._payload = body
         msg._trusted_modules = None
+        msg._pickle_budget = _OBJECT_BUDGET
     msg._message_id = mid
     msg._timestamp = ts
     msg._correlation_id = cid
