@@ -135,6 +135,7 @@ class DeliveryLedger:
         msg._property_types["JMSXDeliveryCount"] = _T_INT
         if isinstance(msg, ObjectMessage):
             msg._trusted_modules = conn.trusted_modules
+            msg._pickle_budget = conn.pickle_budget
         # CLIENT: acknowledges; SESS-17: a no-op in other modes, but SESS-18: refused once closed
         msg._ack_hook = self._ack_hook
         if self._records:

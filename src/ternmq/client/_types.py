@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from ternmq.broker.clock import Clock
     from ternmq.errors import JMSException
-    from ternmq.message import Message
+    from ternmq.message import Message, PickleBudget
     from ternmq.protocol import commands as c
     from ternmq.transport._base import Transport
     from ternmq.transport._pending import PendingReply
@@ -99,6 +99,7 @@ class Link(Requests, Protocol):
     block_np_sends: bool
     local: bool
     trusted_modules: frozenset[str] | None
+    pickle_budget: PickleBudget
     _failure: JMSException | None
     _listener_threads: set[int]
 

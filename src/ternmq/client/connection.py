@@ -45,6 +45,7 @@ from ternmq.errors import (
     JMSException,
     JMSSecurityException,
 )
+from ternmq.message import DEFAULT_BUDGET, PickleBudget
 from ternmq.protocol import commands as c
 from ternmq.transport._options import flag_option
 
@@ -122,6 +123,9 @@ class ConnectionFactory:
             PERSISTENT sends always wait. Overrides the URL option.
         trusted_modules: modules whose classes ObjectMessage bodies may contain (default:
             builtins only).
+        pickle_budget: how much an ObjectMessage body received on this factory's
+            connections may build when read (objects, bytes, nesting depth); default
+            ``ternmq.message.PickleBudget()`` (1,000,000 objects, 64 MiB, depth 1,000).
 
     Raises:
         JMSException: the URL cannot be parsed or names an unknown transport.
@@ -137,6 +141,7 @@ class ConnectionFactory:
         client_id: str | None = None,
         block_on_non_persistent_send: bool | None = None,
         trusted_modules: frozenset[str] | set[str] | list[str] | None = None,
+        pickle_budget: PickleBudget | None = None,
     ) -> None:
         self.url = url
         self._failover: FailoverOptions | None = None
@@ -177,6 +182,7 @@ class ConnectionFactory:
         self.block_on_non_persistent_send = bool(block_on_non_persistent_send)
         self.data_dir = opts.get("data_dir") or None
         self.trusted_modules = frozenset(trusted_modules) if trusted_modules is not None else None
+        self.pickle_budget = DEFAULT_BUDGET if pickle_budget is None else pickle_budget
 
     def _transport(self, on_event: Callable[[c.Command], None]) -> Transport:
         """A new link to the one broker of a plain (not failover) URL."""
@@ -290,6 +296,7 @@ class Connection:
         self.block_np_sends = factory.block_on_non_persistent_send
         self.local = factory._scheme == "vm"  # in-process: a delivery is buffered when made
         self.trusted_modules = factory.trusted_modules
+        self.pickle_budget = factory.pickle_budget
         self._listener_threads: set[int] = set()
         self._temporaries: set[Destination] = set()
         self._failover = factory._failover

@@ -403,6 +403,7 @@ class QueueBrowser:
                 msg = decode_message(data)
                 if isinstance(msg, ObjectMessage):
                     msg._trusted_modules = conn.trusted_modules
+                    msg._pickle_budget = conn.pickle_budget
                 yield msg
             if reply.done or reply.after is None:
                 return

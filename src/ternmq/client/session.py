@@ -196,6 +196,7 @@ class Session:
         self._check_open()
         msg = ObjectMessage(obj)
         msg._trusted_modules = self._connection.trusted_modules
+        msg._pickle_budget = self._connection.pickle_budget
         return msg
 
     # ---- destinations --------------------------------------------------------------------

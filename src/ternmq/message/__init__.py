@@ -21,15 +21,18 @@ from ternmq.message._bytes import BytesMessage
 from ternmq.message._map import MapMessage
 from ternmq.message._message import DeliveryMode, Message
 from ternmq.message._object import ObjectMessage
+from ternmq.message._pickle import DEFAULT_BUDGET, PickleBudget
 from ternmq.message._stream import StreamMessage
 from ternmq.message._text import TextMessage
 
 __all__ = [
+    "DEFAULT_BUDGET",
     "BytesMessage",
     "DeliveryMode",
     "MapMessage",
     "Message",
     "ObjectMessage",
+    "PickleBudget",
     "StreamMessage",
     "TextMessage",
 ]
