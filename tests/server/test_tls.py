@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pathlib
 import shutil
+import socket
 import ssl
+import subprocess
 
 import pytest
 
@@ -57,3 +59,48 @@ def test_tls_client_certificate_required(serve: Serve, tmp_path: pathlib.Path) -
     except (OSError, AssertionError):
         reply = None
     assert reply is None, "a client without a certificate was admitted"
+
+
+def _serve_once(tmp_path: pathlib.Path, config: str) -> subprocess.CompletedProcess[str]:
+    from ._support import SERVE
+
+    cfg = tmp_path / "server.toml"
+    cfg.write_text(config, encoding="utf-8")
+    return subprocess.run(
+        [*SERVE, "--config", str(cfg), "--data-dir", str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_tls_start_up_errors_name_the_file_before_the_data_dir_is_opened(
+    tmp_path: pathlib.Path,
+) -> None:
+    """A missing or unusable TLS file is named, with its listener, and the server fails
+    before it opens (and recovers) its data dir."""
+    cert, key = _cert(tmp_path, "server")
+    missing = tmp_path / "nowhere" / "server.pem"
+    proc = _serve_once(tmp_path, _config(missing, key, None))
+    assert proc.returncode == 1, proc.stderr
+    assert f"tls.cert {missing}: No such file or directory" in proc.stderr
+    assert "listener tls://" in proc.stderr
+    assert not (tmp_path / "data").exists()
+    # a PEM with no private key given as the key: both files named, and what is wrong
+    proc = _serve_once(tmp_path, _config(cert, cert, None))
+    assert proc.returncode == 1, proc.stderr
+    assert f"tls.cert {cert} and tls.key {cert}" in proc.stderr
+    assert "private key" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_port_in_use_is_reported_before_the_data_dir_is_opened(tmp_path: pathlib.Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = _serve_once(tmp_path, f"[[listeners]]\nport = {port}\n")
+    assert proc.returncode == 1, proc.stderr
+    assert str(port) in proc.stderr
+    assert not (tmp_path / "data").exists()

@@ -84,11 +84,31 @@ def ssl_context(tls: TlsConfig) -> ssl.SSLContext:
     Raises:
         OSError: a file cannot be read, or is not a valid certificate or key.
     """
+    for what, path in (("tls.cert", tls.cert), ("tls.key", tls.key), ("tls.cafile", tls.cafile)):
+        if path is None or path == "":
+            continue
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as exc:
+            raise OSError(f"{what} {path}: {exc.strerror or exc}") from exc
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    ctx.load_cert_chain(tls.cert, tls.key)
+    try:
+        ctx.load_cert_chain(tls.cert, tls.key)
+    except ssl.SSLError as exc:
+        raise OSError(
+            f"tls.cert {tls.cert} and tls.key {tls.key}: not a PEM certificate chain and its "
+            f"private key ({exc.reason or exc}); the key may be missing, encrypted or not the "
+            "certificate's"
+        ) from exc
     if tls.cafile:
-        ctx.load_verify_locations(tls.cafile)
+        try:
+            ctx.load_verify_locations(tls.cafile)
+        except ssl.SSLError as exc:
+            raise OSError(
+                f"tls.cafile {tls.cafile}: not PEM CA certificates ({exc.reason or exc})"
+            ) from exc
         ctx.verify_mode = ssl.CERT_REQUIRED if tls.verify_client else ssl.CERT_OPTIONAL
     return ctx
 
@@ -122,6 +142,7 @@ class BrokerServer(BrokerHost):
         self.admission = Admission(config.limits)
         self._store = store
         self._servers: list[asyncio.Server] = []
+        self._bound: list[tuple[str, str]] = []  # (protocol, address) of each server
         self._timer: asyncio.TimerHandle | None = None
         self._sweeper: asyncio.TimerHandle | None = None
         self._stopped: asyncio.Event | None = None
@@ -149,16 +170,30 @@ class BrokerServer(BrokerHost):
         self._loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
         cfg = self.config
-        broker = self._start_broker(
-            cfg.broker_config(),
-            self._store,
-            cfg.data_dir,
-            fsync=cfg.fsync,
-            fsync_interval=cfg.fsync_interval,
-            authorizer=self.authorizer,
-            request_check=self.check_request,
-            populate_user_id=cfg.populate_user_id,
-        )
+        # Listeners first (TLS files read, ports bound, nothing accepted yet): a bad file or a
+        # port in use is reported before the data dir is opened and recovered.
+        try:
+            for listener in cfg.listeners:
+                await self._bind(listener)
+        except BaseException:
+            for server in self._servers:
+                server.close()
+            raise
+        try:
+            broker = self._start_broker(
+                cfg.broker_config(),
+                self._store,
+                cfg.data_dir,
+                fsync=cfg.fsync,
+                fsync_interval=cfg.fsync_interval,
+                authorizer=self.authorizer,
+                request_check=self.check_request,
+                populate_user_id=cfg.populate_user_id,
+            )
+        except BaseException:
+            for server in self._servers:
+                server.close()
+            raise
         log_event(
             log,
             logging.INFO,
@@ -167,8 +202,9 @@ class BrokerServer(BrokerHost):
             **{k: v for k, v in broker.recovered.items()},
         )
         try:
-            for listener in cfg.listeners:
-                await self._listen(listener)
+            for server, (protocol, address) in zip(self._servers, self._bound, strict=True):
+                await server.start_serving()
+                log_event(log, logging.INFO, "listening", protocol=protocol, address=address)
         except BaseException:
             await self.stop()
             raise
@@ -176,8 +212,19 @@ class BrokerServer(BrokerHost):
         self._arm_sweeper()
         self.rearm()
 
-    async def _listen(self, listener: ListenerConfig) -> None:
-        ctx = ssl_context(listener.tls) if listener.tls is not None else None
+    async def _bind(self, listener: ListenerConfig) -> None:
+        """Bind ``listener``'s socket (and load its TLS files) without accepting yet: the
+        server starts serving once the broker has recovered.
+
+        Raises:
+            OSError: the port cannot be bound, or a TLS file is missing or unusable (the
+                message names the listener's address and the file).
+        """
+        where = f"{listener.scheme}://{listener.bind}:{listener.port}"
+        try:
+            ctx = ssl_context(listener.tls) if listener.tls is not None else None
+        except OSError as exc:
+            raise OSError(f"listener {where}: {exc}") from exc
         scheme = listener.scheme
         factory = GATEWAYS[listener.protocol]
         server = await self.loop.create_server(
@@ -187,14 +234,16 @@ class BrokerServer(BrokerHost):
             ssl=ctx,
             ssl_handshake_timeout=self.config.limits.handshake_timeout if ctx else None,
             backlog=1024,
+            start_serving=False,
         )
         self._servers.append(server)
+        address = where
         for sock in server.sockets[:1]:
             host, port = sock.getsockname()[:2]
             shown = f"[{host}]" if ":" in str(host) else str(host)
             address = f"{scheme}://{shown}:{port}"
-            self.addresses.append(address)
-            log_event(log, logging.INFO, "listening", protocol=listener.protocol, address=address)
+        self.addresses.append(address)
+        self._bound.append((listener.protocol, address))
 
     async def wait_stopped(self) -> None:
         """Return once :meth:`stop` has finished."""
