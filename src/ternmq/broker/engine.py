@@ -1359,8 +1359,21 @@ class Broker:
         q = e.queue
         q.dead_lettered += 1
         target = q.policy.dead_letter_queue
+        if self.on_warning is not None:
+            self.on_warning(
+                "dead_lettered",
+                destination=str(q.name),
+                dead_letter_queue=target or None,
+                delivery_count=e.count,
+                reason=reason,
+            )
         if target:
-            self._divert(e, target, {"JMS_TernMQ_DeadLetterReason": reason})
+            # The copy starts its own delivery count; the attempts it took here stay with it.
+            self._divert(
+                e,
+                target,
+                {"JMS_TernMQ_DeadLetterReason": reason, "JMS_TernMQ_DeliveryCount": e.count},
+            )
 
     def _divert(
         self, e: Entry, target: str, extra: dict[str, str | int], clear_expiry: bool = False
