@@ -500,3 +500,21 @@ def test_a_disconnect_waits_for_held_quiet_sends_then_closes(serve: Serve) -> No
         rest = cl.read_until_closed()
         assert [type(cmd) for cmd in rest] == [c.Ok]
         assert rest[0].corr == cl.corr  # type: ignore[union-attr]
+
+
+def test_a_port_in_use_is_reported_before_the_data_dir_is_opened(tmp_path: pathlib.Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        cfg = tmp_path / "server.toml"
+        cfg.write_text(f"[[listeners]]\nport = {port}\n", encoding="utf-8")
+        proc = subprocess.run(
+            [*SERVE, "--config", str(cfg), "--data-dir", str(tmp_path / "data")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 1, proc.stderr
+    assert str(port) in proc.stderr
+    assert not (tmp_path / "data").exists()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pathlib
 import shutil
-import socket
 import ssl
 import subprocess
 
@@ -92,15 +91,4 @@ def test_tls_start_up_errors_name_the_file_before_the_data_dir_is_opened(
     assert f"tls.cert {cert} and tls.key {cert}" in proc.stderr
     assert "private key" in proc.stderr
     assert "Traceback" not in proc.stderr
-    assert not (tmp_path / "data").exists()
-
-
-def test_a_port_in_use_is_reported_before_the_data_dir_is_opened(tmp_path: pathlib.Path) -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        proc = _serve_once(tmp_path, f"[[listeners]]\nport = {port}\n")
-    assert proc.returncode == 1, proc.stderr
-    assert str(port) in proc.stderr
     assert not (tmp_path / "data").exists()

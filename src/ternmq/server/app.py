@@ -85,11 +85,11 @@ def ssl_context(tls: TlsConfig) -> ssl.SSLContext:
         OSError: a file cannot be read, or is not a valid certificate or key.
     """
     for what, path in (("tls.cert", tls.cert), ("tls.key", tls.key), ("tls.cafile", tls.cafile)):
-        if path is None or path == "":
+        if not path:
             continue
-        try:
-            with open(path, "rb"):
-                pass
+        try:  # readable? (the ssl module's own error names no file)
+            with open(path, "rb") as f:
+                f.read(1)
         except OSError as exc:
             raise OSError(f"{what} {path}: {exc.strerror or exc}") from exc
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
