@@ -38,7 +38,10 @@ def _fits(version: str, command: str, name: str, value: str) -> bool:
 
 
 text = st.text(max_size=30)
-headers_st = st.lists(st.tuples(text, text), max_size=10)
+# content-length is the codec's own business (encode_frame adds it for a body).
+headers_st = st.lists(
+    st.tuples(text, text).filter(lambda kv: kv[0] != "content-length"), max_size=10
+)
 
 
 def parser_for(version: str, limits: StompLimits = BIG) -> StompParser:

@@ -143,6 +143,7 @@ _ESCAPE_12: Final = str.maketrans({"\\": "\\\\", "\n": "\\n", ":": "\\c", "\r": 
 _UNESCAPE_11: Final = {"\\": "\\", "n": "\n", "c": ":"}
 _UNESCAPE_12: Final = {**_UNESCAPE_11, "r": "\r"}
 _ESCAPE_SEQ: Final = re.compile(r"\\(.?)", re.DOTALL)
+_HEAD_END: Final = re.compile(rb"\n\r?\n")  # the empty line after the headers
 
 
 def _unescape(text: str, table: dict[str, str], version: str) -> str:
@@ -317,17 +318,14 @@ class StompParser:
         if head is None:
             # The header block ends at the first empty line: LF LF or LF CR LF. The search
             # resumes 2 octets before the previous chunk's end (a separator may straddle).
+            # The search stops at the frame limit, so a long batch costs no more than it.
             scan = max(start, start + self._scan - 2)
-            lf = buf.find(b"\n\n", scan)
-            crlf = buf.find(b"\n\r\n", scan)
-            if lf < 0 and crlf < 0:
+            found = _HEAD_END.search(buf, scan, min(end, start + limit + 3))
+            if found is None:
                 self._too_big(end - start, limit, "headers")
                 self._scan = end - start
                 return None
-            if crlf < 0 or 0 <= lf < crlf:
-                head_end, body_start = lf, lf + 2
-            else:
-                head_end, body_start = crlf, crlf + 3
+            head_end, body_start = found.span()
             self._too_big(body_start - start, limit, "headers")
             command, headers = self._parse_head(buf, start, head_end)
             length = None
