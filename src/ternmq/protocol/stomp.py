@@ -167,6 +167,11 @@ def _unescape(text: str, table: dict[str, str], version: str) -> str:
     return _ESCAPE_SEQ.sub(one, text)
 
 
+def _shorten(text: str) -> str:
+    """``text`` cut to 40 characters for an error message (the peer chose its length)."""
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
 def unescape_headers(headers: list[tuple[str, str]], version: str) -> list[tuple[str, str]]:
     """Headers read raw (as a "1.0" parser reads them) with ``version``'s escapes decoded:
     for frames parsed before the version was known.
@@ -322,17 +327,17 @@ class StompParser:
             scan = max(start, start + self._scan - 2)
             found = _HEAD_END.search(buf, scan, min(end, start + limit + 3))
             if found is None:
-                self._too_big(end - start, limit, "headers")
+                self._too_big(end - start, limit)
                 self._scan = end - start
                 return None
             head_end, body_start = found.span()
-            self._too_big(body_start - start, limit, "headers")
+            self._too_big(body_start - start, limit)
             command, headers = self._parse_head(buf, start, head_end)
             length = None
             for name, value in headers:
                 if name == "content-length":
                     length = self._length(value)
-                    self._too_big(body_start + length + 1 - start, limit, "frame")
+                    self._too_big(body_start + length + 1 - start, limit)
                     break
             head = self._head = (command, headers, body_start - start, length)
             self._scan = body_start - start
@@ -352,7 +357,7 @@ class StompParser:
             nul = buf.find(b"\x00", start + self._scan)
             max_body = self.limits.max_body
             if nul < 0:
-                self._too_big(end - start, limit, "frame")
+                self._too_big(end - start, limit)
                 if end - body_start > max_body:
                     self._head = None
                     raise StompError(
@@ -360,7 +365,7 @@ class StompParser:
                     )
                 self._scan = end - start
                 return None
-            self._too_big(nul + 1 - start, limit, "frame")
+            self._too_big(nul + 1 - start, limit)
             if nul - body_start > max_body:
                 self._head = None
                 raise StompError(
@@ -371,7 +376,7 @@ class StompParser:
         self._scan = 0
         return StompFrame(command, headers, bytes(buf[body_start:nul])), nul + 1
 
-    def _too_big(self, size: int, limit: int, what: str) -> None:
+    def _too_big(self, size: int, limit: int) -> None:
         """Raise if ``size`` octets of one frame exceed ``limit``.
 
         Raises:
@@ -382,8 +387,8 @@ class StompParser:
             self._scan = 0
             self._head = None
             raise StompError(
-                f"a frame of more than {limit} octets ({which}; its {what} alone are {size} "
-                "octets so far): send smaller frames"
+                f"a frame of more than {limit} octets ({which}; {size} octets of it so far): "
+                "send smaller frames"
                 + ("" if which == "max_frame" else ", and nothing large before CONNECTED")
             )
 
@@ -425,9 +430,9 @@ class StompParser:
         if command.endswith("\r"):
             command = command[:-1]
         if command not in COMMANDS:
-            shown = command if len(command) <= 40 else command[:40] + "..."
             raise StompError(
-                f"unknown STOMP command {shown!r}: send one of {', '.join(sorted(COMMANDS))}"
+                f"unknown STOMP command {_shorten(command)!r}: send one of "
+                + ", ".join(sorted(COMMANDS))
             )
         limits = self.limits
         if len(lines) - 1 > limits.max_headers:
@@ -452,9 +457,8 @@ class StompParser:
                 )
             name, colon, value = line.partition(":")
             if not colon:
-                shown = line if len(line) <= 40 else line[:40] + "..."
                 raise StompError(
-                    f"header line {shown!r} of {command} has no colon: write name:value"
+                    f"header line {_shorten(line)!r} of {command} has no colon: write name:value"
                 )
             if unescape:
                 if "\\" in name:
