@@ -7,6 +7,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ternmq._version import __version__
 from ternmq.protocol.stomp import (
@@ -69,32 +71,61 @@ def frame(command: str, *headers: tuple[str, str], body: bytes = b"") -> bytes:
 
 
 # ---- the table ------------------------------------------------------------------------------
-INPUT_BYTES = {
-    Input.CONNECT: CONNECT,
-    Input.HEARTBEAT: b"\n",
-    Input.REQUEST: frame("SEND", ("destination", "/queue/a"), body=b"hi"),
-    Input.NOT_REQUEST: frame("MESSAGE", ("destination", "/queue/a")),
-}
+_HEADERS = st.lists(
+    st.tuples(
+        st.text(st.characters(codec="utf-8"), min_size=1, max_size=12),
+        st.text(st.characters(codec="utf-8"), max_size=12),
+    ).filter(lambda kv: kv[0] not in ("content-length", "accept-version", "heart-beat")),
+    max_size=4,
+)
 
 
-@pytest.mark.parametrize(("state", "inp"), list(itertools.product(State, Input)))
-def test_every_state_x_input_follows_the_table_or_raises(state: State, inp: Input) -> None:
-    """Each (state, input) pair: the table's next state, or a ProtocolViolation that leaves
-    the state as it was."""
+def _raw_ok(frame: StompFrame) -> bool:
+    """Whether a CONNECTED frame's headers can be sent unescaped."""
+    return not any(
+        "\n" in k + v or ":" in k or k.endswith("\r") or v.endswith("\r") for k, v in frame.headers
+    )
+
+
+def _frames(commands: frozenset[str]) -> st.SearchStrategy[StompFrame]:
+    return st.builds(
+        StompFrame, st.sampled_from(sorted(commands)), _HEADERS, st.binary(max_size=40)
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    state=st.sampled_from(State),
+    inp=st.sampled_from(Input),
+    request=_frames(OPEN_COMMANDS),
+    other=_frames(SERVER_COMMANDS).filter(lambda f: f.command != "CONNECTED" or _raw_ok(f)),
+    beat=st.sampled_from([b"\n", b"\r\n"]),
+)
+def test_every_state_x_input_follows_the_table_or_raises(
+    state: State, inp: Input, request: StompFrame, other: StompFrame, beat: bytes
+) -> None:
+    """Each (state, input) pair, with arbitrary frames of each kind: the table's next state,
+    or a ProtocolViolation that leaves the state as it was."""
     conn = reach(state)
+    data = {
+        Input.CONNECT: CONNECT,
+        Input.HEARTBEAT: beat,
+        Input.REQUEST: encode_frame(request.command, request.headers, request.body),
+        Input.NOT_REQUEST: encode_frame(other.command, other.headers, other.body),
+    }
     calls = {Input.ACCEPTED: conn.accept, Input.REFUSED: conn.refuse, Input.CLOSE: conn.close}
     expected = TRANSITIONS.get((state, inp))
     if expected is None:
         with pytest.raises(ProtocolViolation) as info:
-            if inp in INPUT_BYTES:
-                conn.receive_data(INPUT_BYTES[inp], 1.0)
+            if inp in data:
+                conn.receive_data(data[inp], 1.0)
             else:
                 calls[inp]()
         assert info.value.args[0]
         assert conn.state is state
         return
-    if inp in INPUT_BYTES:
-        events = conn.receive_data(INPUT_BYTES[inp], 1.0)
+    if inp in data:
+        events = conn.receive_data(data[inp], 1.0)
     else:
         calls[inp]()
         events = []
@@ -102,11 +133,21 @@ def test_every_state_x_input_follows_the_table_or_raises(state: State, inp: Inpu
     if inp is Input.CONNECT and state is State.CONNECT:
         assert [type(e) for e in events] == [ConnectReceived]
     elif inp is Input.REQUEST and state is State.OPEN:
-        assert events == [
-            StompFrame("SEND", [("destination", "/queue/a"), ("content-length", "2")], b"hi")
-        ]
+        length = [("content-length", str(len(request.body)))] if request.body else []
+        assert events == [StompFrame(request.command, request.headers + length, request.body)]
     else:
         assert events == []  # a heart-beat, or a frame held while authenticating
+
+
+def test_the_table_covers_every_state_and_input() -> None:
+    """Every state has a row for close (but CLOSED), and OPEN is reached only by accept."""
+    assert {s for (s, i) in TRANSITIONS if i is Input.CLOSE} == set(State) - {State.CLOSED}
+    assert [k for k, v in TRANSITIONS.items() if v is State.OPEN and k[0] is not State.OPEN] == [
+        (State.AUTH, Input.ACCEPTED)
+    ]
+    assert not [
+        k for k in itertools.product(State, Input) if k[0] is State.CLOSED and k in TRANSITIONS
+    ]
 
 
 def test_input_of_classifies_every_command() -> None:
