@@ -26,8 +26,9 @@ connection is accepted), nor send a frame with more headers, longer header lines
 larger body than allowed. Any malformed or oversized input raises :class:`StompError`,
 whose message says what was wrong; the connection must then be closed.
 
-Speed: :meth:`StompParser.feed` works on one ``bytearray`` with ``find``; there is no Python
-loop per octet, only per frame and per header line. Scans resume where the previous chunk
+Speed: :meth:`StompParser.feed` works on one ``bytearray`` with ``find`` and compiled
+patterns; there is no Python loop per octet, only per frame, per header line and per run of
+heart-beats. Scans resume where the previous chunk
 left off, so a frame trickling in byte by byte costs linear, not quadratic, time.
 """
 
@@ -144,6 +145,7 @@ _UNESCAPE_11: Final = {"\\": "\\", "n": "\n", "c": ":"}
 _UNESCAPE_12: Final = {**_UNESCAPE_11, "r": "\r"}
 _ESCAPE_SEQ: Final = re.compile(r"\\(.?)", re.DOTALL)
 _HEAD_END: Final = re.compile(rb"\n\r?\n")  # the empty line after the headers
+_EOLS: Final = re.compile(rb"(?:\r?\n)+")  # heart-beats between frames
 
 
 def _unescape(text: str, table: dict[str, str], version: str) -> str:
@@ -286,20 +288,18 @@ class StompParser:
         try:
             while pos < end:
                 first = buf[pos]
-                if first == 10:  # LF: a heart-beat
-                    out.append(HEARTBEAT)
-                    pos += 1
-                    continue
-                if first == 13:  # CR LF: a heart-beat; a lone CR: wait for the next octet
-                    if pos + 1 == end:
-                        break
-                    if buf[pos + 1] != 10:
+                if first == 10 or first == 13:  # heart-beats: a run of LF or CR LF
+                    run = _EOLS.match(buf, pos)
+                    if run is None:  # a CR: wait for its LF, or refuse another octet
+                        if pos + 1 == end:
+                            break
                         raise StompError(
                             "a carriage return not followed by a line feed between frames: "
                             "end lines with LF or CR LF"
                         )
-                    out.append(HEARTBEAT)
-                    pos += 2
+                    after = run.end()
+                    out.extend([HEARTBEAT] * buf.count(b"\n", pos, after))
+                    pos = after
                     continue
                 done = self._frame(buf, pos, end)
                 if done is None:
