@@ -1311,3 +1311,58 @@ def test_a_failing_store_fails_the_send(tmp_path: pathlib.Path) -> None:
         embedded.stop()
     stored = _reopen(tmp_path / "data").messages["queue://q"]
     assert len(stored) == 2
+
+
+def _read_only(store: SqliteStore, on: bool) -> None:
+    with store._db_lock:
+        store._db.execute(f"PRAGMA query_only = {int(on)}")
+
+
+@pytest.mark.parametrize("mode", [AUTO, CLIENT])
+def test_an_acknowledgement_the_store_failed_to_write_is_not_done(
+    tmp_path: pathlib.Path, mode: int
+) -> None:
+    """An acknowledgement whose removal the store could not write is never reported as done:
+    CLIENT_ACKNOWLEDGE's ``acknowledge()`` raises; in both modes the message stays in its
+    queue and is delivered again marked redelivered (AUTO_ACKNOWLEDGE: ``receive`` returned
+    and its acknowledgement, sent after, failed). Once it is acknowledged for good it does
+    not come back after a restart."""
+    store = SqliteStore(tmp_path / "data")
+    embedded = EmbeddedBroker(f"ackfail-{uuid.uuid4().hex[:8]}", store=store).start()
+    try:
+        conn = ConnectionFactory(embedded.url).create_connection()
+        session = conn.create_session(False, AUTO)
+        producer = session.create_producer(Queue("q"))
+        for text in ("one", "two"):
+            producer.send(session.create_text_message(text))
+        conn.start()
+        receiving = conn.create_session(False, mode)
+        consumer = receiving.create_consumer(Queue("q"))
+        _read_only(store, True)
+        first = consumer.receive(5)
+        assert first is not None and first.text == "one" and not first.jms_redelivered
+        if mode == CLIENT:
+            with pytest.raises(JMSException, match="store failure"):
+                first.acknowledge()
+            _read_only(store, False)
+            receiving.recover()  # the prefetched "two" goes back too
+        else:
+            engine = embedded.broker
+            assert engine is not None
+            q = engine.queues[engine.resolve("queue://q")]
+            deadline = time.monotonic() + 5
+            while q.enqueued < 3:  # "one" was put back
+                assert time.monotonic() < deadline, "the failed acknowledgement was not undone"
+                time.sleep(0.01)
+        _read_only(store, False)
+        got = [consumer.receive(5) for _ in range(2)]
+        assert all(m is not None for m in got)
+        by_text = {(m.text, m.jms_redelivered) for m in got if m is not None}
+        assert by_text == {("one", True), ("two", False)}, by_text
+        if mode == CLIENT:
+            got[-1].acknowledge()  # type: ignore[union-attr]
+        assert consumer.receive(0.2) is None
+        conn.close()
+    finally:
+        embedded.stop()
+    assert "queue://q" not in _reopen(tmp_path / "data").messages
