@@ -27,7 +27,7 @@ import textwrap
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -51,6 +51,7 @@ from ternmq.store import (
     SetDeliveryCount,
     SetSinkBatch,
     StagedRecord,
+    StoreFullError,
 )
 from ternmq.store import sqlite as sqlite_store
 from ternmq.store.sqlite import SCHEMA_VERSION, SqliteStore
@@ -1366,3 +1367,52 @@ def test_an_acknowledgement_the_store_failed_to_write_is_not_done(
     finally:
         embedded.stop()
     assert "queue://q" not in _reopen(tmp_path / "data").messages
+
+
+def _write_as_the_writer_does(store: SqliteStore, ops: Sequence[Op]) -> None:
+    """One batch, then the checkpoint the writer thread would run after it."""
+    store.write(ops)
+    if store.checkpoint_due():
+        with store._db_lock:
+            store.checkpoint()
+
+
+def test_a_full_volume_refuses_messages_and_lets_removals_free_it(
+    small_volume: Callable[[str], pathlib.Path],
+) -> None:
+    """On a volume that fills (an 8 MiB tmpfs): the write that finds it full is refused with
+    StoreFullError and the store enters full mode, its reserve released; a batch that adds a
+    message is then refused without touching SQLite, while removals, delivery counts and a
+    subscription are written; the log stays within the reserve; once enough is removed the
+    reserve is made again and messages are accepted; everything removed stays removed."""
+    data = small_volume("8m") / "data"
+    store = SqliteStore(data)
+    try:
+        assert (data / sqlite_store.RESERVE_FILE).stat().st_size == store.reserve_bytes
+        body = os.urandom(8000)
+        n = 0
+        with pytest.raises(StoreFullError, match=r"is full.*purge"):
+            for n in range(1, 10_000):
+                _write_as_the_writer_does(store, [add("queue://Q", n, body)])
+        assert n > 800, "the volume filled too early"
+        kept = n - 1
+        assert store.full and not (data / sqlite_store.RESERVE_FILE).exists()
+        changes = store._db.total_changes
+        with pytest.raises(StoreFullError):
+            store.write([RemoveMessage("queue://Q", 1), add("queue://Q", n, b"small")])
+        assert store._db.total_changes == changes  # refused before SQLite
+        store.write([SetDeliveryCount("queue://Q", 1, 2)])
+        store.write([AddSubscription("sub:u:c:s", "c", "s", "topic://T", None, False, False)])
+        wal = data / "ternmq.db-wal"
+        for seq in range(1, kept + 1):
+            _write_as_the_writer_does(store, [RemoveMessage("queue://Q", seq)])
+            assert not wal.exists() or wal.stat().st_size <= store.reserve_bytes
+        assert not store.full
+        assert (data / sqlite_store.RESERVE_FILE).stat().st_size == store.reserve_bytes
+        for seq in range(n, n + 200):  # room again
+            _write_as_the_writer_does(store, [add("queue://Q", seq, body)])
+    finally:
+        store.close()
+    state = _reopen(data)
+    assert [m.seq for m in state.messages["queue://Q"]] == list(range(n, n + 200))
+    assert [s.dest for s in state.subscriptions] == ["sub:u:c:s"]

@@ -1,21 +1,17 @@
 """A broker whose data volume fills keeps every promise (a real ``ternmq serve`` on a 20 MiB
-tmpfs): sends are refused with an error that says what to do, a consumer can still be created
-and drain the broker, a purge works, no acknowledged message comes back after a restart, and
-sends work again once the volume has room.
+tmpfs): sends are refused with an error that says what to do; after a restart on the full
+volume a consumer can still be created and drain the broker, a purge works, no acknowledged
+message comes back after another restart, and sends work again once the volume has room.
 
-The volume is a tmpfs mounted for the test, which needs root (CI runs as root); elsewhere the
-test is skipped and says why.
+The volume is a tmpfs mounted for the test (``small_volume``, tests/conftest.py), which
+needs root (CI runs as root); elsewhere the test is skipped and says why.
 """
 
 from __future__ import annotations
 
-import os
 import pathlib
-import subprocess
 import time
-from collections.abc import Iterator
-
-import pytest
+from collections.abc import Callable
 
 from ternmq import ConnectionFactory, JMSException, Session
 from ternmq.client import _admin
@@ -25,27 +21,6 @@ from .conftest import Serve
 VOLUME = "20m"
 BODY = "x" * 8000  # 8 KB: the volume fills after about 2,400 sends
 QUEUE = "full.disk"
-
-
-@pytest.fixture
-def volume(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
-    """A 20 MiB tmpfs, unmounted when the test ends."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs for the data dir needs root")
-    mnt = tmp_path / "volume"
-    mnt.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={VOLUME}", "tmpfs", str(mnt)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (a container without CAP_SYS_ADMIN?): {done}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def _fill(factory: ConnectionFactory) -> tuple[int, str]:
@@ -65,14 +40,17 @@ def _fill(factory: ConnectionFactory) -> tuple[int, str]:
 
 
 def test_a_full_disk_can_be_drained_and_purged_and_nothing_acknowledged_comes_back(
-    serve: Serve, volume: pathlib.Path
+    serve: Serve, small_volume: Callable[[str], pathlib.Path]
 ) -> None:
-    data = volume / "data"
+    data = small_volume(VOLUME) / "data"
     server = serve(data_dir=data)
     factory = ConnectionFactory(f"tcp://127.0.0.1:{server.port}")
     sent, error = _fill(factory)
     assert sent > 1000, "the volume filled too early: the reserve is too large"
     assert "is full" in error and "purge" in error, error
+    assert server.stop() == 0  # a restart on the full volume
+    server = serve(data_dir=data)
+    factory = ConnectionFactory(f"tcp://127.0.0.1:{server.port}")
 
     received: list[int] = []
     with factory.create_connection() as conn:
