@@ -591,8 +591,12 @@ class SqliteStore:
 
     def _low(self) -> bool:
         """Whether the volume has less room than the reserve twice over."""
+        return self._low_for(self.reserve_bytes)
+
+    def _low_for(self, size: int) -> bool:
+        """Whether the volume has less room than ``size`` twice over."""
         st = os.statvfs(self.path)
-        return st.f_bavail * st.f_frsize < 2 * self.reserve_bytes
+        return st.f_bavail * st.f_frsize < 2 * size
 
     def _vacuum(self) -> None:
         """Give the database's free pages back to the volume (a database this store made:
@@ -626,6 +630,8 @@ class SqliteStore:
         Returns whether the reserve is in place."""
         path = self.path / RESERVE_FILE
         size = self.reserve_bytes
+        if not size:
+            return not self._low_for(RESERVE_MIN)  # no reserve: room for as much as the least
         try:
             if path.stat().st_size >= size:
                 return True
