@@ -1289,6 +1289,12 @@ def test_vm_url_with_data_dir_restarts_on_the_directory(tmp_path: pathlib.Path) 
             pass
 
 
+def _read_only(store: SqliteStore, on: bool) -> None:
+    """Make the store's database refuse every write (``on``), or take them again."""
+    with store._db_lock:
+        store._db.execute(f"PRAGMA query_only = {int(on)}")
+
+
 def test_a_failing_store_fails_the_send(tmp_path: pathlib.Path) -> None:
     """PROD-13: a PERSISTENT send whose store write fails raises JMSException from ``send()``
     (the broker never confirms what it could not make durable); once the store works again,
@@ -1300,23 +1306,16 @@ def test_a_failing_store_fails_the_send(tmp_path: pathlib.Path) -> None:
         session = conn.create_session(False, AUTO)
         producer = session.create_producer(Queue("q"))
         producer.send(session.create_text_message("ok"))
-        with store._db_lock:
-            store._db.execute("PRAGMA query_only = 1")
+        _read_only(store, True)
         with pytest.raises(JMSException, match="store failure"):
             producer.send(session.create_text_message("refused"))
-        with store._db_lock:
-            store._db.execute("PRAGMA query_only = 0")
+        _read_only(store, False)
         producer.send(session.create_text_message("ok again"))
         conn.close()
     finally:
         embedded.stop()
     stored = _reopen(tmp_path / "data").messages["queue://q"]
     assert len(stored) == 2
-
-
-def _read_only(store: SqliteStore, on: bool) -> None:
-    with store._db_lock:
-        store._db.execute(f"PRAGMA query_only = {int(on)}")
 
 
 @pytest.mark.parametrize("mode", [AUTO, CLIENT])
@@ -1332,10 +1331,9 @@ def test_an_acknowledgement_the_store_failed_to_write_is_not_done(
     embedded = EmbeddedBroker(f"ackfail-{uuid.uuid4().hex[:8]}", store=store).start()
     try:
         conn = ConnectionFactory(embedded.url).create_connection()
-        session = conn.create_session(False, AUTO)
-        producer = session.create_producer(Queue("q"))
+        sending = conn.create_session(False, AUTO)
         for text in ("one", "two"):
-            producer.send(session.create_text_message(text))
+            sending.create_producer(Queue("q")).send(sending.create_text_message(text))
         conn.start()
         receiving = conn.create_session(False, mode)
         consumer = receiving.create_consumer(Queue("q"))

@@ -323,12 +323,9 @@ def test_set_owner_commits_none_sends_every_batch_to_the_writer(
 
 
 # ---- errors ------------------------------------------------------------------------------------
-def test_a_failed_commit_is_reported_to_every_batch_of_it(
-    writer: GroupCommitWriter, backend: FakeBackend
-) -> None:
-    """A transaction that raises one of ``write_errors`` is tried again batch by batch and
-    each is reported with its error (here three, queued behind a held write); the writer
-    goes on and later commits succeed."""
+def _three_behind_a_held_write(writer: GroupCommitWriter, backend: FakeBackend) -> Completions:
+    """Batch 0 held inside its write, batches 1 to 3 queued behind it (one group commit
+    next); the completions are recorded."""
     done = Completions(backend)
     writer.set_completion(done)
     backend.hold = True
@@ -336,6 +333,16 @@ def test_a_failed_commit_is_reported_to_every_batch_of_it(
     assert backend.inside.wait(WAIT)
     for t in (1, 2, 3):
         writer.submit([add(t)], t)
+    return done
+
+
+def test_a_failed_commit_is_reported_to_every_batch_of_it(
+    writer: GroupCommitWriter, backend: FakeBackend
+) -> None:
+    """A transaction that raises one of ``write_errors`` is tried again batch by batch and
+    each is reported with its error (here three, queued behind a held write); the writer
+    goes on and later commits succeed."""
+    done = _three_behind_a_held_write(writer, backend)
     failure = OSError("disk full")
     backend.fail = failure
     backend.release_held()
@@ -462,13 +469,7 @@ def test_a_batch_that_cannot_be_written_fails_alone(
     """A group commit that fails because of one batch (a send refused by a full store) is
     written again one batch per transaction: the others (the acknowledgements that free
     space) are written and reported done, in submission order."""
-    done = Completions(backend)
-    writer.set_completion(done)
-    backend.hold = True
-    writer.submit([add(0)], 0)
-    assert backend.inside.wait(WAIT)
-    for t in (1, 2, 3):
-        writer.submit([add(t)], t)
+    done = _three_behind_a_held_write(writer, backend)
     backend.refuse = {add(2)}
     backend.release_held()
     assert done.wait_for(4) == [0, 1, 2, 3]
