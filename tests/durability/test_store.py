@@ -1318,15 +1318,15 @@ def test_a_failing_store_fails_the_send(tmp_path: pathlib.Path) -> None:
     assert len(stored) == 2
 
 
-@pytest.mark.parametrize("mode", [AUTO, CLIENT])
+@pytest.mark.parametrize("mode", [AUTO, CLIENT, Session.SESSION_TRANSACTED])
 def test_an_acknowledgement_the_store_failed_to_write_is_not_done(
     tmp_path: pathlib.Path, mode: int
 ) -> None:
     """An acknowledgement whose removal the store could not write is never reported as done:
-    CLIENT_ACKNOWLEDGE's ``acknowledge()`` raises; in both modes the message stays in its
-    queue and is delivered again marked redelivered (AUTO_ACKNOWLEDGE: ``receive`` returned
-    and its acknowledgement, sent after, failed). Once it is acknowledged for good it does
-    not come back after a restart."""
+    CLIENT_ACKNOWLEDGE's ``acknowledge()`` and a transaction's ``commit()`` raise; in every
+    mode the message stays in its queue and is delivered again marked redelivered
+    (AUTO_ACKNOWLEDGE: ``receive`` returned and its acknowledgement, sent after, failed).
+    Once it is acknowledged for good it does not come back after a restart."""
     store = SqliteStore(tmp_path / "data")
     embedded = EmbeddedBroker(f"ackfail-{uuid.uuid4().hex[:8]}", store=store).start()
     try:
@@ -1335,7 +1335,7 @@ def test_an_acknowledgement_the_store_failed_to_write_is_not_done(
         for text in ("one", "two"):
             sending.create_producer(Queue("q")).send(sending.create_text_message(text))
         conn.start()
-        receiving = conn.create_session(False, mode)
+        receiving = conn.create_session(mode)  # a JMS 2.0 session mode
         consumer = receiving.create_consumer(Queue("q"))
         _read_only(store, True)
         first = consumer.receive(5)
@@ -1345,6 +1345,9 @@ def test_an_acknowledgement_the_store_failed_to_write_is_not_done(
                 first.acknowledge()
             _read_only(store, False)
             receiving.recover()  # the prefetched "two" goes back too
+        elif mode == Session.SESSION_TRANSACTED:
+            with pytest.raises(JMSException, match="store failure"):
+                receiving.commit()
         else:
             engine = embedded.broker
             assert engine is not None
@@ -1360,6 +1363,8 @@ def test_an_acknowledgement_the_store_failed_to_write_is_not_done(
         assert by_text == {("one", True), ("two", False)}, by_text
         if mode == CLIENT:
             got[-1].acknowledge()  # type: ignore[union-attr]
+        elif mode == Session.SESSION_TRANSACTED:
+            receiving.commit()
         assert consumer.receive(0.2) is None
         conn.close()
     finally:
