@@ -48,6 +48,7 @@ def test_a_full_disk_can_be_drained_and_purged_and_nothing_acknowledged_comes_ba
     sent, error = _fill(factory)
     assert sent > 1000, "the volume filled too early: the reserve is too large"
     assert "is full" in error and "purge" in error, error
+    server.wait_log(r"level=warning logger=ternmq\.store .*is full.*new messages are refused")
     assert server.stop() == 0  # a restart on the full volume
     server = serve(data_dir=data)
     factory = ConnectionFactory(f"tcp://127.0.0.1:{server.port}")
@@ -82,3 +83,4 @@ def test_a_full_disk_can_be_drained_and_purged_and_nothing_acknowledged_comes_ba
         assert [consumer.receive(5).text for _ in range(200)] == [  # type: ignore[union-attr]
             f"again {i}" for i in range(200)
         ]
+    assert "store write failed" not in server.log()
