@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import pathlib
+import subprocess
+from collections.abc import Callable, Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # CI runs derandomized so a red build is reproducible; locally, random exploration.
@@ -12,3 +16,33 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+@pytest.fixture
+def small_volume(tmp_path: pathlib.Path) -> Iterator[Callable[[str], pathlib.Path]]:
+    """``small_volume(size) -> path``: a tmpfs of ``size`` (``"20m"``) mounted for the test
+    (a data volume that fills), unmounted when it ends. Mounting needs root (CI runs as
+    root); elsewhere the test is skipped and says why."""
+    mounted: list[pathlib.Path] = []
+
+    def mount(size: str) -> pathlib.Path:
+        if os.geteuid() != 0:
+            pytest.skip("mounting a small tmpfs (a volume that fills) needs root")
+        mnt = tmp_path / f"volume{len(mounted)}"
+        mnt.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here (no CAP_SYS_ADMIN?): {done.stderr.strip()}")
+        mounted.append(mnt)
+        return mnt
+
+    try:
+        yield mount
+    finally:
+        for mnt in mounted:
+            subprocess.run(["umount", "-l", str(mnt)], check=False)

@@ -27,7 +27,7 @@ import textwrap
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -51,6 +51,7 @@ from ternmq.store import (
     SetDeliveryCount,
     SetSinkBatch,
     StagedRecord,
+    StoreFullError,
 )
 from ternmq.store import sqlite as sqlite_store
 from ternmq.store.sqlite import SCHEMA_VERSION, SqliteStore
@@ -1288,6 +1289,12 @@ def test_vm_url_with_data_dir_restarts_on_the_directory(tmp_path: pathlib.Path) 
             pass
 
 
+def _read_only(store: SqliteStore, on: bool) -> None:
+    """Make the store's database refuse every write (``on``), or take them again."""
+    with store._db_lock:
+        store._db.execute(f"PRAGMA query_only = {int(on)}")
+
+
 def test_a_failing_store_fails_the_send(tmp_path: pathlib.Path) -> None:
     """PROD-13: a PERSISTENT send whose store write fails raises JMSException from ``send()``
     (the broker never confirms what it could not make durable); once the store works again,
@@ -1299,15 +1306,116 @@ def test_a_failing_store_fails_the_send(tmp_path: pathlib.Path) -> None:
         session = conn.create_session(False, AUTO)
         producer = session.create_producer(Queue("q"))
         producer.send(session.create_text_message("ok"))
-        with store._db_lock:
-            store._db.execute("PRAGMA query_only = 1")
+        _read_only(store, True)
         with pytest.raises(JMSException, match="store failure"):
             producer.send(session.create_text_message("refused"))
-        with store._db_lock:
-            store._db.execute("PRAGMA query_only = 0")
+        _read_only(store, False)
         producer.send(session.create_text_message("ok again"))
         conn.close()
     finally:
         embedded.stop()
     stored = _reopen(tmp_path / "data").messages["queue://q"]
     assert len(stored) == 2
+
+
+@pytest.mark.parametrize("mode", [AUTO, CLIENT, Session.SESSION_TRANSACTED])
+def test_an_acknowledgement_the_store_failed_to_write_is_not_done(
+    tmp_path: pathlib.Path, mode: int
+) -> None:
+    """An acknowledgement whose removal the store could not write is never reported as done:
+    CLIENT_ACKNOWLEDGE's ``acknowledge()`` and a transaction's ``commit()`` raise; in every
+    mode the message stays in its queue and is delivered again marked redelivered
+    (AUTO_ACKNOWLEDGE: ``receive`` returned and its acknowledgement, sent after, failed).
+    Once it is acknowledged for good it does not come back after a restart."""
+    store = SqliteStore(tmp_path / "data")
+    embedded = EmbeddedBroker(f"ackfail-{uuid.uuid4().hex[:8]}", store=store).start()
+    try:
+        conn = ConnectionFactory(embedded.url).create_connection()
+        sending = conn.create_session(False, AUTO)
+        for text in ("one", "two"):
+            sending.create_producer(Queue("q")).send(sending.create_text_message(text))
+        conn.start()
+        receiving = conn.create_session(mode)  # a JMS 2.0 session mode
+        consumer = receiving.create_consumer(Queue("q"))
+        _read_only(store, True)
+        first = consumer.receive(5)
+        assert first is not None and first.text == "one" and not first.jms_redelivered
+        if mode == CLIENT:
+            with pytest.raises(JMSException, match="store failure"):
+                first.acknowledge()
+            _read_only(store, False)
+            receiving.recover()  # the prefetched "two" goes back too
+        elif mode == Session.SESSION_TRANSACTED:
+            with pytest.raises(JMSException, match="store failure"):
+                receiving.commit()
+        else:
+            engine = embedded.broker
+            assert engine is not None
+            q = engine.queues[engine.resolve("queue://q")]
+            deadline = time.monotonic() + 5
+            while q.enqueued < 3:  # "one" was put back
+                assert time.monotonic() < deadline, "the failed acknowledgement was not undone"
+                time.sleep(0.01)
+        _read_only(store, False)
+        got = [consumer.receive(5) for _ in range(2)]
+        assert all(m is not None for m in got)
+        by_text = {(m.text, m.jms_redelivered) for m in got if m is not None}
+        assert by_text == {("one", True), ("two", False)}, by_text
+        if mode == CLIENT:
+            got[-1].acknowledge()  # type: ignore[union-attr]
+        elif mode == Session.SESSION_TRANSACTED:
+            receiving.commit()
+        assert consumer.receive(0.2) is None
+        conn.close()
+    finally:
+        embedded.stop()
+    assert "queue://q" not in _reopen(tmp_path / "data").messages
+
+
+def _write_as_the_writer_does(store: SqliteStore, ops: Sequence[Op]) -> None:
+    """One batch, then the checkpoint the writer thread would run after it."""
+    store.write(ops)
+    if store.checkpoint_due():
+        with store._db_lock:
+            store.checkpoint()
+
+
+def test_a_full_volume_refuses_messages_and_lets_removals_free_it(
+    small_volume: Callable[[str], pathlib.Path],
+) -> None:
+    """On a volume that fills (an 8 MiB tmpfs): the write that finds it full is refused with
+    StoreFullError and the store enters full mode, its reserve released; a batch that adds a
+    message is then refused without touching SQLite, while removals, delivery counts and a
+    subscription are written; the log stays within the reserve; once enough is removed the
+    reserve is made again and messages are accepted; everything removed stays removed."""
+    data = small_volume("8m") / "data"
+    store = SqliteStore(data)
+    try:
+        assert (data / sqlite_store.RESERVE_FILE).stat().st_size == store.reserve_bytes
+        body = os.urandom(8000)
+        n = 0
+        with pytest.raises(StoreFullError, match=r"is full.*purge"):
+            for n in range(1, 10_000):
+                _write_as_the_writer_does(store, [add("queue://Q", n, body)])
+        assert n > 800, "the volume filled too early"
+        kept = n - 1
+        assert store.full and not (data / sqlite_store.RESERVE_FILE).exists()
+        changes = store._db.total_changes
+        with pytest.raises(StoreFullError):
+            store.write([RemoveMessage("queue://Q", 1), add("queue://Q", n, b"small")])
+        assert store._db.total_changes == changes  # refused before SQLite
+        store.write([SetDeliveryCount("queue://Q", 1, 2)])
+        store.write([AddSubscription("sub:u:c:s", "c", "s", "topic://T", None, False, False)])
+        wal = data / "ternmq.db-wal"
+        for seq in range(1, kept + 1):
+            _write_as_the_writer_does(store, [RemoveMessage("queue://Q", seq)])
+            assert not wal.exists() or wal.stat().st_size <= store.reserve_bytes
+        assert not store.full
+        assert (data / sqlite_store.RESERVE_FILE).stat().st_size == store.reserve_bytes
+        for seq in range(n, n + 200):  # room again
+            _write_as_the_writer_does(store, [add("queue://Q", seq, body)])
+    finally:
+        store.close()
+    state = _reopen(data)
+    assert [m.seq for m in state.messages["queue://Q"]] == list(range(n, n + 200))
+    assert [s.dest for s in state.subscriptions] == ["sub:u:c:s"]

@@ -43,6 +43,7 @@ class FakeBackend:
         self.threads: list[int] = []  # the thread of each transaction
         self.locked: list[bool] = []  # whether the writer's lock was held, per transaction
         self.fail: BaseException | None = None  # raised by the transactions while set
+        self.refuse: set[Op] = set()  # a transaction with one of these raises OSError
         self.inside = threading.Event()  # a held transaction has started
         self.hold = False  # hold the next transaction until release()
         self._gate = threading.Event()
@@ -62,6 +63,8 @@ class FakeBackend:
             assert self._gate.wait(WAIT)
         if self.fail is not None:
             raise self.fail
+        if any(op in self.refuse for ops in batches for op in ops):
+            raise OSError(f"refused: {sorted(map(repr, self.refuse))}")
         self.committed.append(list(batches))
 
     def release_held(self) -> None:
@@ -320,12 +323,9 @@ def test_set_owner_commits_none_sends_every_batch_to_the_writer(
 
 
 # ---- errors ------------------------------------------------------------------------------------
-def test_a_failed_commit_is_reported_to_every_batch_of_it(
-    writer: GroupCommitWriter, backend: FakeBackend
-) -> None:
-    """A transaction that raises one of ``write_errors`` is reported, with that error, for
-    every batch it held (here three, queued behind a held write); the writer goes on and
-    later commits succeed."""
+def _three_behind_a_held_write(writer: GroupCommitWriter, backend: FakeBackend) -> Completions:
+    """Batch 0 held inside its write, batches 1 to 3 queued behind it (one group commit
+    next); the completions are recorded."""
     done = Completions(backend)
     writer.set_completion(done)
     backend.hold = True
@@ -333,12 +333,21 @@ def test_a_failed_commit_is_reported_to_every_batch_of_it(
     assert backend.inside.wait(WAIT)
     for t in (1, 2, 3):
         writer.submit([add(t)], t)
+    return done
+
+
+def test_a_failed_commit_is_reported_to_every_batch_of_it(
+    writer: GroupCommitWriter, backend: FakeBackend
+) -> None:
+    """A transaction that raises one of ``write_errors`` is tried again batch by batch and
+    each is reported with its error (here three, queued behind a held write); the writer
+    goes on and later commits succeed."""
+    done = _three_behind_a_held_write(writer, backend)
     failure = OSError("disk full")
     backend.fail = failure
     backend.release_held()
     assert done.wait_for(4) == [0, 1, 2, 3]
-    assert done.calls[0] == ([0], failure)
-    assert done.calls[1] == ([1, 2, 3], failure)
+    assert done.calls == [([0], failure), ([1], failure), ([2], failure), ([3], failure)]
     backend.fail = None
     writer.submit([add(4)], 4)
     assert done.wait_for(5)[-1] == 4
@@ -359,8 +368,8 @@ def test_a_failed_owner_commit_is_reported_to_its_batches(
     writer.submit([add(1)], 1)
     writer.submit([add(2)], 2)
     writer.commit_due()
-    assert done.calls == [([1, 2], failure)]
-    assert done.threads == [threading.get_ident()]
+    assert done.calls == [([1], failure), ([2], failure)]
+    assert done.threads == [threading.get_ident()] * 2
 
 
 # ---- checkpoints -----------------------------------------------------------------------------
@@ -452,3 +461,20 @@ def test_close_during_an_owner_commit_writes_the_rest_and_starts_no_writer(
     assert done.tokens() == [1, 2]
     assert started == [], "a writer thread was started on the closed writer"
     assert backend.released == 1
+
+
+def test_a_batch_that_cannot_be_written_fails_alone(
+    writer: GroupCommitWriter, backend: FakeBackend
+) -> None:
+    """A group commit that fails because of one batch (a send refused by a full store) is
+    written again one batch per transaction: the others (the acknowledgements that free
+    space) are written and reported done, in submission order."""
+    done = _three_behind_a_held_write(writer, backend)
+    backend.refuse = {add(2)}
+    backend.release_held()
+    assert done.wait_for(4) == [0, 1, 2, 3]
+    assert done.calls[0] == ([0], None)
+    assert done.calls[1:3] == [([1], None), ([2], done.calls[2][1])]
+    assert isinstance(done.calls[2][1], OSError)
+    assert done.calls[3] == ([3], None)
+    assert [b[0] for tx in backend.committed for b in tx] == [add(0), add(1), add(3)]

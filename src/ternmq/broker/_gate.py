@@ -8,7 +8,8 @@ deliveries, events). With a synchronous store the batch is written at once and t
 leaves at once. With an asynchronous store (the writer thread's group commit) the output
 waits in :attr:`OutputGate.pending` as one *group*::
 
-    [token, done, error, [(conn, command), ...], [entries to page out], [entries made durable]]
+    [token, done, error, [(conn, command), ...], [entries to page out], [entries made durable],
+     [entries removed]]
 
 behind every earlier group: a group without a batch of its own (token 0, done at once) still
 waits behind the groups before it, so every connection sees events and replies in the order
@@ -20,8 +21,10 @@ owner context and calls :meth:`OutputGate.mark` with the reports queued so far, 
 :meth:`OutputGate.release`, which emits the done groups at the head of the queue. For a group
 whose batch succeeded, the bytes of messages paged out by it leave memory now (PSF-07). For a
 failed one the engine's ``take_back`` callback removes the messages the batch was to make
-durable and turns its replies into errors (:func:`fail_replies`); deliveries of those messages
-still waiting in later groups are dropped (:meth:`OutputGate.drop_deliveries`).
+durable, puts back those it was to remove (an acknowledgement that is not durable is not
+done: the message is delivered again, marked redelivered), and turns its replies into errors
+(:func:`fail_replies`); deliveries of the removed messages still waiting in later groups are
+dropped (:meth:`OutputGate.drop_deliveries`).
 
 The per-request part (building a group, submitting the batch) stays in the engine's
 ``_flush``, which holds :attr:`~OutputGate.pending` and :attr:`~OutputGate.tokens` itself: the
@@ -43,9 +46,9 @@ __all__ = ["OutputGate", "Output", "fail_replies", "without_deliveries"]
 
 #: Output of one request: (connection, command), in the order the engine produced it.
 Output = list[tuple[BrokerConnection, c.Command]]
-#: The engine's handling of a failed batch: (its durable entries, the error, its output) ->
-#: the output to emit instead.
-TakeBack = Callable[[list[Entry], BaseException, Output], Output]
+#: The engine's handling of a failed batch: (its durable entries, its removed entries, the
+#: error, its output) -> the output to emit instead.
+TakeBack = Callable[[list[Entry], list[Entry], BaseException, Output], Output]
 
 
 class OutputGate:
@@ -95,7 +98,7 @@ class OutputGate:
         pending = self.pending
         took_back = False
         while pending and pending[0][1]:
-            _, _, error, out, to_page, unstored = pending.popleft()
+            _, _, error, out, to_page, unstored, removed = pending.popleft()
             if error is None:
                 for e in to_page:  # durable now: drop the bytes from memory (PSF-07)
                     stored = e.stored
@@ -104,7 +107,7 @@ class OutputGate:
                     if e.state != GONE:
                         e.queue.paged += 1
             else:
-                out = self._take_back(unstored, error, out)
+                out = self._take_back(unstored, removed, error, out)
                 took_back = True
             for conn, cmd in out:
                 conn.emit(cmd)

@@ -98,6 +98,10 @@ def _run_now(fn: Callable[[], None]) -> None:
     fn()
 
 
+# The delivery id of an entry whose message the store failed to keep (see _take_back).
+NOT_STORED = -1
+
+
 class Broker:
     """A JMS broker engine.
 
@@ -156,6 +160,7 @@ class Broker:
         self._tokens = self._gate.tokens
         self._to_page: list[Entry] = []
         self._unstored: list[Entry] = []  # entries whose message this batch makes durable
+        self._removed: list[Entry] = []  # entries whose message this batch removes (acked)
         # Group commits reported by the store's thread, not yet applied: (tokens, error).
         self._completed: collections.deque[tuple[list[int], BaseException | None]] = (
             collections.deque()
@@ -251,6 +256,7 @@ class Broker:
                 self._dispatch_dirty()
         except JMSException as exc:
             self._ops.clear()
+            self._removed.clear()
             self._dispatch_dirty()
             reply = c.Error(corr=req.corr, kind=type(exc).__name__, message=str(exc))
         if reply is not None:
@@ -974,6 +980,7 @@ class Broker:
         self.total_bytes -= e.held
         if e.stored.persistent and q.durable:
             self._ops.append(RemoveMessage(q.key, e.seq))
+            self._removed.append(e)  # back into its queue if the removal is not durable
 
     def _on_release(self, conn: BrokerConnection, req: c.Release) -> c.Reply:
         s = self._session(conn, req.session_id)
@@ -1483,20 +1490,21 @@ class Broker:
         self._out = []
         store = self.store
         unstored, self._unstored = self._unstored, []
+        removed, self._removed = self._removed, []
         if ops and store.synchronous:
             try:
                 store.write(ops)
             except OSError as exc:
-                out = self._take_back(unstored, exc, out)
+                out = self._take_back(unstored, removed, exc, out)
             ops = []
         to_page, self._to_page = self._to_page, []
         if ops:
             token = next(self._tokens)
-            self._pending.append([token, False, None, out, to_page, unstored])
+            self._pending.append([token, False, None, out, to_page, unstored, removed])
             store.submit(ops, token)
         elif self._pending:
             if out:
-                self._pending.append([0, True, None, out, to_page, []])
+                self._pending.append([0, True, None, out, to_page, [], []])
         else:
             for conn, cmd in out:
                 conn.emit(cmd)
@@ -1509,17 +1517,21 @@ class Broker:
     def _take_back(
         self,
         unstored: list[Entry],
+        removed: list[Entry],
         error: BaseException,
         out: Output,
     ) -> Output:
         """A store batch failed: the PERSISTENT messages it was to make durable were never
         accepted (their senders get errors, ``fail_replies``), so they leave their queues,
         and deliveries of them that have not left the broker yet are taken back (from this
-        batch's output and from every later batch's), their consumers' credit restored."""
+        batch's output and from every later batch's), their consumers' credit restored.
+        The messages it was to remove (acknowledged, committed, purged) are still on disk:
+        they go back into their queues (:meth:`_put_back`)."""
         dropped: set[tuple[int, int]] = set()  # (id of the connection, delivery id)
         for e in unstored:
             self._forget_duplicate_id(e.stored)
             if e.state == GONE:
+                e.delivery_id = NOT_STORED  # removed meanwhile: that removal puts nothing back
                 continue
             consumer = e.consumer
             if e.state == INFLIGHT and consumer is not None:
@@ -1533,11 +1545,32 @@ class Broker:
                 self._dirty.add(consumer.queue)
             e.queue.remove(e)
             self.total_bytes -= e.held
+            e.delivery_id = NOT_STORED
+        self._put_back(removed)
         if dropped:
             out = without_deliveries(out, dropped)
             self._gate.drop_deliveries(dropped)
             self._dispatch_dirty()
         return fail_replies(out, error)
+
+    def _put_back(self, removed: list[Entry]) -> None:
+        """Return entries whose removal did not become durable to their queues, at their
+        place: an acknowledgement that was not written is not done, so the message is
+        delivered again, counted as delivered once more (``jms_redelivered``) if it was."""
+        if not removed:
+            return
+        now = self.clock.now_ms()
+        for e in removed:
+            q = e.queue
+            if e.state != GONE or q.deleted or e.delivery_id == NOT_STORED:
+                continue
+            count = e.count + 1 if e.consumer is not None else e.count
+            back = q.add(e.stored, now, count=count, seq=e.seq, held=e.held)
+            self.total_bytes += back.held
+            if back.stored.expiration:
+                self.arm_reaper(now)
+            self._dirty.add(q)
+        self._dispatch_dirty()
 
     def _forget_duplicate_id(self, stored: Stored) -> None:
         """A PERSISTENT message that the store failed to keep: if it carried a duplicate id,

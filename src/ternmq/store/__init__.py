@@ -34,6 +34,7 @@ from ternmq.store._base import (
     StagedRecord,
     Store,
     StoredMessage,
+    StoreFullError,
 )
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "StagedRecord",
     "Store",
     "StoredMessage",
+    "StoreFullError",
     "open_store",
 ]
 

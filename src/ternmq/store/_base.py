@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import errno
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol
 
@@ -50,6 +51,7 @@ __all__ = [
     "SetSinkBatch",
     "StagedRecord",
     "Store",
+    "StoreFullError",
     "StoredMessage",
     "staged_records",
 ]
@@ -196,6 +198,26 @@ Op = (
     | SetSinkBatch
     | AddDuplicateId
 )
+
+
+class StoreFullError(OSError):
+    """The store's volume is full: a batch that would add messages was refused, before the
+    store touched its files, so that the room kept for removals stays theirs (a full disk
+    still lets consumers drain, acknowledge and purge). It is one of a store's write errors:
+    the broker turns it into an error reply of the request that made the batch.
+
+    Args:
+        where: the data directory (or volume) that is full.
+    """
+
+    def __init__(self, where: str) -> None:
+        super().__init__(
+            errno.ENOSPC,
+            f"the data volume of {where} is full: no new messages are accepted until space "
+            "is freed (receive and acknowledge, or purge, messages; or give the volume more "
+            "room); acknowledgements and purges still work",
+        )
+        self.where = where
 
 
 @dataclasses.dataclass(slots=True)

@@ -8,10 +8,13 @@ throughput, whatever the database: the broker hands it batches with :meth:`submi
 on; its writer thread takes *every* batch queued at that moment and has the store apply them
 in one transaction (:meth:`Backend.apply`) — one commit for all of them, group commit. Then
 it reports the tokens of those batches, in submission order, in one call of the completion
-callback (``store/_base.py``'s ``Completion``), with the error if the transaction failed:
-every batch of a failed commit gets it, none of them was written. After the completions,
-not before, it asks the store whether a checkpoint is due (:meth:`Backend.checkpoint_due`)
-and runs it (:meth:`Backend.checkpoint`): no reply waits for housekeeping.
+callback (``store/_base.py``'s ``Completion``), with the error if the transaction failed.
+A failed group commit of several batches is tried again one batch per transaction, each
+reported on its own: a batch that cannot be written (a send on a full disk, refused by the
+store) fails alone, and the others (the acknowledgements that free space) go through.
+After the completions, not before, it asks the store whether a checkpoint is due
+(:meth:`Backend.checkpoint_due`) and runs it (:meth:`Backend.checkpoint`): no reply waits
+for housekeeping.
 
 Owner commits (:meth:`set_owner_commits`): with one producer waiting for each receipt, a
 commit on the writer thread costs two thread hand-overs (the writer woken for the batch, the
@@ -43,7 +46,7 @@ from typing import Protocol
 
 from ternmq._sched import defer_wakeups
 from ternmq.errors import JMSException
-from ternmq.store._base import AddMessage, Completion, Op
+from ternmq.store._base import AddMessage, Completion, Op, StoreFullError
 
 __all__ = ["IDLE_EXIT_SECONDS", "Backend", "GroupCommitWriter"]
 
@@ -264,17 +267,41 @@ class GroupCommitWriter:
     def _commit(self, items: list[tuple[Sequence[Op], int]]) -> None:
         """Write the queued ``items`` in one transaction (the group commit), then report their
         tokens, in order, with the error if the write failed."""
-        error: BaseException | None = None
         backend = self.backend
+        results: list[tuple[list[int], BaseException | None]]
         with self.lock:
             try:
                 backend.apply([ops for ops, _ in items])
+                results = [([token for _, token in items], None)]
             except backend.write_errors as exc:
-                log.error("store write failed: %s", exc)
-                error = exc
+                if len(items) == 1:
+                    _log_failure(exc)
+                    results = [([items[0][1]], exc)]
+                else:
+                    results = self._one_by_one(items)
         callback = self._completion
         if callback is not None:
-            callback([token for _, token in items], error)
+            for tokens, error in results:  # in submission order
+                callback(tokens, error)
+
+    def _one_by_one(
+        self, items: list[tuple[Sequence[Op], int]]
+    ) -> list[tuple[list[int], BaseException | None]]:
+        """A group commit failed: write its batches again, one transaction each, so that one
+        batch that cannot be written (a send on a full disk) does not fail the others (the
+        acknowledgements that would free space). Caller holds :attr:`lock`. Returns every
+        token (in a list of one) with its error, or None if its batch is written."""
+        backend = self.backend
+        results: list[tuple[list[int], BaseException | None]] = []
+        for ops, token in items:
+            try:
+                backend.apply([ops])
+            except backend.write_errors as exc:
+                _log_failure(exc)
+                results.append(([token], exc))
+            else:
+                results.append(([token], None))
+        return results
 
     def close(self) -> bool:
         """Write what is queued (reporting it), stop the writer thread, then
@@ -303,6 +330,15 @@ class GroupCommitWriter:
         if callback is not None and items:
             callback([token for _, token in items], None)
         return True
+
+
+def _log_failure(exc: BaseException) -> None:
+    """Log a failed write; a refusal of a full store is expected (the store logs once that
+    its volume is full, and the sender gets the error), so it is not logged per batch."""
+    if isinstance(exc, StoreFullError):
+        log.debug("store write refused: %s", exc)
+    else:
+        log.error("store write failed: %s", exc)
 
 
 def _small(queue: Iterable[tuple[Sequence[Op], int]], max_ops: int, max_bytes: int) -> bool:
