@@ -1041,7 +1041,7 @@ def test_a_08_session_close_raises_an_unreported_refusal(make_broker: MakeBroker
     with ConnectionFactory(url).create_connection() as conn:
         session = conn.create_session()
         _refused_send(session)
-        with pytest.raises(InvalidDestinationException, match="pipelined .* queue://NOPE"):
+        with pytest.raises(InvalidDestinationException, match=r"pipelined .* queue://NOPE"):
             session.close()
         assert session.closed
         session.close()  # idempotent, nothing more to report
