@@ -1067,9 +1067,7 @@ def test_a_08_context_close_raises_an_unreported_refusal(make_broker: MakeBroker
     its type, after closing the context (and its connection)."""
     url = make_broker(auto_create=False, queues=("Q",)).url
     ctx = ConnectionFactory(url).create_context()
-    ctx.create_producer().set_delivery_mode(DeliveryMode.NON_PERSISTENT).send(
-        Queue("NOPE"), "lost"
-    )
+    ctx.create_producer().set_delivery_mode(DeliveryMode.NON_PERSISTENT).send(Queue("NOPE"), "lost")
     with pytest.raises(InvalidDestinationRuntimeException, match="queue://NOPE"):
         ctx.close()
     ctx.close()  # a second call does nothing

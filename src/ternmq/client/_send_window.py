@@ -12,11 +12,11 @@ refused, then a ``SendFailed`` event); one in every :data:`QUIET_RUN` is an ordi
 whose reply vouches for the quiet ones before it (:meth:`SendWindow.quiet_next`), and the
 window counts the sends each reply vouches for (:meth:`SendWindow.pipeline`). A refused
 pipelined send is kept in :attr:`SendWindow.failure` and raised by the next send
-(:meth:`SendWindow.check`) or, if none comes, by the session's close; in a transaction it
-also dooms the transaction (the ``doom`` callback). Completion listeners run in send
-order on the window's completion thread (:meth:`SendWindow.complete_later`);
-:meth:`SendWindow.wait` waits for every send in flight (commit, rollback, close). Measured, pinned, 1 -> 1: a reply per send cost the client
-~2.5 µs of its ~21 µs per message.
+(:meth:`SendWindow.check`) or, if none comes, by the session's close; in a transaction it also
+dooms the transaction (the ``doom`` callback). Completion listeners run in send order on the
+window's completion thread (:meth:`SendWindow.complete_later`); :meth:`SendWindow.wait` waits
+for every send in flight (commit, rollback, close). Measured, pinned, 1 -> 1: a reply per send
+cost the client ~2.5 µs of its ~21 µs per message.
 
 The producer holds this object directly and reads ``inflight`` and ``failure`` per send; the
 constants are read at each use, so a test may patch them.
