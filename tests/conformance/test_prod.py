@@ -393,10 +393,12 @@ def test_prod_13_send_returns_after_broker_accepted(
 @pytest.mark.parametrize("mode", [DeliveryMode.PERSISTENT, DeliveryMode.NON_PERSISTENT])
 def test_prod_13_broker_errors_raised_from_send(make_broker: MakeBroker, mode: int) -> None:
     """PROD-13, A-08: an unknown destination (auto-create off) and a full destination with the
-    "fail" policy are raised from send(), whatever the delivery mode."""
+    "fail" policy are raised from send(), whatever the delivery mode, with
+    block_on_non_persistent_send=true (by default NON_PERSISTENT sends are pipelined)."""
     policy = DestinationPolicy(max_bytes=3000, full_policy="fail")
     factory = ConnectionFactory(
-        make_broker(auto_create=False, queues=("Q",), policies={"queue://Q": policy}).url
+        make_broker(auto_create=False, queues=("Q",), policies={"queue://Q": policy}).url,
+        block_on_non_persistent_send=True,
     )
     with factory.create_connection() as conn:
         session = conn.create_session()
