@@ -377,17 +377,18 @@ def test_s_prod_10_message_reusable_after_send(
 
 
 @pytest.mark.parametrize("mode", [DeliveryMode.PERSISTENT, DeliveryMode.NON_PERSISTENT])
-def test_prod_13_send_returns_after_broker_accepted(
-    connection: Connection, factory: ConnectionFactory, mode: int
-) -> None:
+def test_prod_13_send_returns_after_broker_accepted(factory: ConnectionFactory, mode: int) -> None:
     """PROD-13: when a synchronous send returns, the broker holds the message (a browser of
-    another connection shows it at once), for both delivery modes."""
-    session = connection.create_session()
-    p = session.create_producer(Q)
-    p.delivery_mode = mode
-    p.send(session.create_text_message("m"))
-    with factory.create_connection() as other:
-        assert [text(m) for m in other.create_session().create_browser(Q)] == ["m"]
+    another connection shows it at once), for both delivery modes (NON_PERSISTENT with
+    block_on_non_persistent_send=true; by default such a send is pipelined)."""
+    blocking = ConnectionFactory(factory.url, block_on_non_persistent_send=True)
+    with blocking.create_connection() as connection:
+        session = connection.create_session()
+        p = session.create_producer(Q)
+        p.delivery_mode = mode
+        p.send(session.create_text_message("m"))
+        with factory.create_connection() as other:
+            assert [text(m) for m in other.create_session().create_browser(Q)] == ["m"]
 
 
 @pytest.mark.parametrize("mode", [DeliveryMode.PERSISTENT, DeliveryMode.NON_PERSISTENT])
