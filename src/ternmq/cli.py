@@ -218,13 +218,20 @@ def _number(raw: str, kind: type[int] | type[float], what: str) -> int | float:
 
 
 def _open_connection(
-    url: str, user: str | None, password: str | None, prefetch: int | None = None
+    url: str,
+    user: str | None,
+    password: str | None,
+    prefetch: int | None = None,
+    block: bool | None = None,
 ) -> Connection:
-    """A connection to the broker at ``url``, or a one-line :class:`_CliError`."""
+    """A connection to the broker at ``url``, or a one-line :class:`_CliError`; ``block``
+    overrides the URL's ``block_on_non_persistent_send``."""
     from ternmq import ConnectionFactory, JMSSecurityException
 
     try:
-        factory = ConnectionFactory(url, user, password, prefetch=prefetch)
+        factory = ConnectionFactory(
+            url, user, password, prefetch=prefetch, block_on_non_persistent_send=block
+        )
     except JMSException as exc:
         raise _UsageError(f"invalid broker URL {url!r}: {exc}") from exc
     try:
@@ -620,19 +627,22 @@ class _Bench:
             )
             payload = bytes(args.size)
             interval = args.producers / args.rate if args.rate else 0.0
-            for k in range(self.shares[index]):
-                if self.stop.is_set():
-                    return
-                if interval:
-                    ahead = self.started + k * interval - time.perf_counter()
-                    if ahead > 0:
-                        time.sleep(ahead)
-                msg = session.create_bytes_message()
-                msg.write_bytes(payload)
-                msg.set_long_property(BENCH_PROPERTY, time.perf_counter_ns())
-                producer.send(msg)
-                self.sent[index] += 1
-                self.last_send = max(self.last_send, time.perf_counter())
+            try:
+                for k in range(self.shares[index]):
+                    if self.stop.is_set():
+                        return
+                    if interval:
+                        ahead = self.started + k * interval - time.perf_counter()
+                        if ahead > 0:
+                            time.sleep(ahead)
+                    msg = session.create_bytes_message()
+                    msg.write_bytes(payload)
+                    msg.set_long_property(BENCH_PROPERTY, time.perf_counter_ns())
+                    producer.send(msg)
+                    self.sent[index] += 1
+                    self.last_send = max(self.last_send, time.perf_counter())
+            finally:
+                session.close()  # waits for pipelined sends; raises a late refusal
         except JMSException as exc:
             self.errors.append(f"producer {index + 1}: {exc}")
             self.stop.set()
@@ -687,6 +697,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     except JMSException as exc:
         raise _UsageError(str(exc)) from exc
     bench = _Bench(args, dest)
+    block = True if args.blocking else None  # None: the URL's option, else pipelined
     conns: list[Connection] = []
     threads: list[threading.Thread] = []
     interrupted = False
@@ -695,7 +706,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         # Consumers first: a topic delivers only to subscriptions that exist when it publishes.
         consumers: list[MessageConsumer] = []
         for _ in range(args.consumers):
-            conn = _open_connection(args.url, args.user, args.password)
+            conn = _open_connection(args.url, args.user, args.password, block=block)
             conns.append(conn)
             consumers.append(
                 conn.create_session(False, Session.AUTO_ACKNOWLEDGE).create_consumer(dest)
@@ -703,14 +714,19 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             conn.start()
         producer_conns = []
         for _ in range(args.producers):
-            conn = _open_connection(args.url, args.user, args.password)
+            conn = _open_connection(args.url, args.user, args.password, block=block)
             conns.append(conn)
             producer_conns.append(conn)
+        if args.persistent:
+            mode = "persistent (each send waits for the broker's receipt)"
+        elif conns[-1].block_np_sends:
+            mode = "non-persistent, blocking (each send waits for the broker's receipt)"
+        else:
+            mode = "non-persistent, pipelined (sends do not wait for the broker's receipt)"
         print(
             f"bench: {args.messages} messages of {args.size} B to {dest}, "
             f"{_plural(args.producers, 'producer')}, {_plural(args.consumers, 'consumer')}, "
-            f"{'persistent' if args.persistent else 'non-persistent'}"
-            + (f", {args.rate:g} msg/s" if args.rate else ""),
+            f"{mode}" + (f", {args.rate:g} msg/s" if args.rate else ""),
             flush=True,
         )
         for i, consumer in enumerate(consumers):
@@ -754,7 +770,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             if t.is_alive():
                 t.join()
         for conn in conns:
-            conn.close()
+            try:
+                conn.close()
+            except JMSException as exc:  # a pipelined send refused after the last send
+                bench.errors.append(f"closing: {exc}")
     if bench.errors:
         raise _CliError("bench failed: " + "; ".join(bench.errors))
     sent, got = sum(bench.sent), sum(bench.received)
@@ -930,6 +949,12 @@ def _add_client_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     p.add_argument("--producers", type=_positive, default=1, help="producers (default 1)")
     p.add_argument("--consumers", type=_positive, default=1, help="consumers (default 1)")
     p.add_argument("--persistent", action="store_true", help="PERSISTENT messages")
+    p.add_argument(
+        "--blocking",
+        action="store_true",
+        help="each NON_PERSISTENT send waits for the broker's receipt "
+        "(block_on_non_persistent_send=true; default: pipelined)",
+    )
     p.add_argument("--topic", action="store_true", help="a topic: every consumer gets each message")
     p.add_argument("--rate", type=_rate, default=0.0, help="msg/s over all producers (0 = max)")
     p.add_argument(

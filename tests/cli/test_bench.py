@@ -31,7 +31,8 @@ def test_bench_queue(capsys: pytest.CaptureFixture[str], broker: EmbeddedBroker)
     r = run(capsys, broker.url, "bench", "--messages", "500", "--destination", "bq")
     assert r.code == 0, r.err
     assert r.out.startswith(
-        "bench: 500 messages of 256 B to queue://bq, 1 producer, 1 consumer, non-persistent\n"
+        "bench: 500 messages of 256 B to queue://bq, 1 producer, 1 consumer, "
+        "non-persistent, pipelined (sends do not wait for the broker's receipt)\n"
     )
     sent, got, lat = _summary(r.out)
     assert (sent, got) == (500, 500)
@@ -39,6 +40,21 @@ def test_bench_queue(capsys: pytest.CaptureFixture[str], broker: EmbeddedBroker)
     with ConnectionFactory(broker.url).create_connection() as conn:
         (st,) = _admin.stat(conn, "queue://bq")
         assert (st.depth, st.enqueued, st.dequeued) == (0, 500, 500)
+
+
+def test_bench_blocking_mode(capsys: pytest.CaptureFixture[str], broker: EmbeddedBroker) -> None:
+    """--blocking, or the URL's block_on_non_persistent_send=true, measures sends that each
+    wait for the broker's receipt, and says so."""
+    blocking = "non-persistent, blocking (each send waits for the broker's receipt)\n"
+    r = run(capsys, broker.url, "bench", "--messages", "50", "--blocking")
+    assert r.code == 0, r.err
+    assert r.out.splitlines()[0].endswith(blocking.rstrip()), r.out
+    assert _summary(r.out)[:2] == (50, 50)
+    sep = "&" if "?" in broker.url else "?"
+    url = f"{broker.url}{sep}block_on_non_persistent_send=true"
+    r = run(capsys, url, "bench", "--messages", "50")
+    assert r.code == 0, r.err
+    assert r.out.splitlines()[0].endswith(blocking.rstrip()), r.out
 
 
 def test_bench_topic_persistent_many(
@@ -49,7 +65,8 @@ def test_bench_topic_persistent_many(
         "--topic", "--persistent", "--size", "10",
     )  # fmt: skip
     assert r.code == 0, r.err
-    assert ", 2 producers, 3 consumers, persistent" in r.out and "to topic://bench-" in r.out
+    assert ", 2 producers, 3 consumers, persistent (each send waits" in r.out
+    assert "to topic://bench-" in r.out
     sent, got, _ = _summary(r.out)
     assert (sent, got) == (301, 903)  # every consumer gets every message
 

@@ -20,7 +20,9 @@ from ternmq.client import Connection, ConnectionFactory, Session
 from ternmq.destination import Queue
 from ternmq.errors import (
     IllegalStateException,
+    IllegalStateRuntimeException,
     InvalidDestinationException,
+    InvalidDestinationRuntimeException,
     JMSException,
     MessageFormatException,
     ResourceAllocationException,
@@ -375,26 +377,29 @@ def test_s_prod_10_message_reusable_after_send(
 
 
 @pytest.mark.parametrize("mode", [DeliveryMode.PERSISTENT, DeliveryMode.NON_PERSISTENT])
-def test_prod_13_send_returns_after_broker_accepted(
-    connection: Connection, factory: ConnectionFactory, mode: int
-) -> None:
+def test_prod_13_send_returns_after_broker_accepted(factory: ConnectionFactory, mode: int) -> None:
     """PROD-13: when a synchronous send returns, the broker holds the message (a browser of
-    another connection shows it at once), for both delivery modes."""
-    session = connection.create_session()
-    p = session.create_producer(Q)
-    p.delivery_mode = mode
-    p.send(session.create_text_message("m"))
-    with factory.create_connection() as other:
-        assert [text(m) for m in other.create_session().create_browser(Q)] == ["m"]
+    another connection shows it at once), for both delivery modes (NON_PERSISTENT with
+    block_on_non_persistent_send=true; by default such a send is pipelined)."""
+    blocking = ConnectionFactory(factory.url, block_on_non_persistent_send=True)
+    with blocking.create_connection() as connection:
+        session = connection.create_session()
+        p = session.create_producer(Q)
+        p.delivery_mode = mode
+        p.send(session.create_text_message("m"))
+        with factory.create_connection() as other:
+            assert [text(m) for m in other.create_session().create_browser(Q)] == ["m"]
 
 
 @pytest.mark.parametrize("mode", [DeliveryMode.PERSISTENT, DeliveryMode.NON_PERSISTENT])
 def test_prod_13_broker_errors_raised_from_send(make_broker: MakeBroker, mode: int) -> None:
     """PROD-13, A-08: an unknown destination (auto-create off) and a full destination with the
-    "fail" policy are raised from send(), whatever the delivery mode."""
+    "fail" policy are raised from send(), whatever the delivery mode, with
+    block_on_non_persistent_send=true (by default NON_PERSISTENT sends are pipelined)."""
     policy = DestinationPolicy(max_bytes=3000, full_policy="fail")
     factory = ConnectionFactory(
-        make_broker(auto_create=False, queues=("Q",), policies={"queue://Q": policy}).url
+        make_broker(auto_create=False, queues=("Q",), policies={"queue://Q": policy}).url,
+        block_on_non_persistent_send=True,
     )
     with factory.create_connection() as conn:
         session = conn.create_session()
@@ -956,7 +961,8 @@ def test_a_08_pipelined_refusal_is_raised_by_a_later_send(make_broker: MakeBroke
     url = make_broker(auto_create=False, queues=("Q",)).url
     factory = _pipelined(url)
     assert factory.block_on_non_persistent_send is False
-    assert ConnectionFactory(url).block_on_non_persistent_send is True
+    assert ConnectionFactory(url).block_on_non_persistent_send is False  # the default
+    assert _blocking(url).block_on_non_persistent_send is True
     with factory.create_connection() as conn:
         session = conn.create_session()
         p = session.create_producer(None)
@@ -983,6 +989,103 @@ def test_a_08_pipelined_refusal_is_raised_by_a_later_send(make_broker: MakeBroke
                 delivery_mode=DeliveryMode.PERSISTENT,
             )
     assert drain_via(ConnectionFactory(url), Q) == [o for o in outcomes if o != "raised"] + ["np"]
+
+
+def test_a_08_default_factory_pipelines_and_reports_at_the_next_send(
+    make_broker: MakeBroker,
+) -> None:
+    """A-08, PROD-13: with no option a NON_PERSISTENT send to a refusing destination returns;
+    one of the next two sends raises the refusal (the first PERSISTENT send waits for its
+    receipt, which follows the refusal), once; the others go through."""
+    url = make_broker(auto_create=False, queues=("Q",)).url
+    with ConnectionFactory(url).create_connection() as conn:
+        session = conn.create_session()
+        p = session.create_producer(None)
+        p.delivery_mode = DeliveryMode.NON_PERSISTENT
+        p.send(session.create_text_message("lost"), destination=Queue("NOPE"))  # no raise
+        outcomes = []
+        for body in ("p1", "p2", "np"):
+            mode = DeliveryMode.NON_PERSISTENT if body == "np" else DeliveryMode.PERSISTENT
+            try:
+                p.send(session.create_text_message(body), destination=Q, delivery_mode=mode)
+                outcomes.append(body)
+            except InvalidDestinationException as exc:
+                assert "pipelined NON_PERSISTENT send to queue://NOPE" in str(exc)
+                outcomes.append("raised")
+        assert outcomes in (["raised", "p2", "np"], ["p1", "raised", "np"])
+    assert drain_via(ConnectionFactory(url), Q) == [o for o in outcomes if o != "raised"]
+
+
+def test_a_08_blocking_option_raises_from_the_send(make_broker: MakeBroker) -> None:
+    """A-08, PROD-13: block_on_non_persistent_send=true (URL or factory argument) makes a
+    NON_PERSISTENT send wait for its receipt and raise the refusal itself."""
+    url = make_broker(auto_create=False, queues=("Q",)).url
+    for factory in (_blocking(url), ConnectionFactory(url, block_on_non_persistent_send=True)):
+        assert factory.block_on_non_persistent_send is True
+        with factory.create_connection() as conn:
+            session = conn.create_session()
+            p = session.create_producer(Queue("NOPE"))
+            p.delivery_mode = DeliveryMode.NON_PERSISTENT
+            with pytest.raises(InvalidDestinationException, match="queue://NOPE"):
+                p.send(session.create_text_message("x"))
+            session.close()  # nothing left to report
+
+
+def _refused_send(session: Session) -> None:
+    p = session.create_producer(Queue("NOPE"))
+    p.delivery_mode = DeliveryMode.NON_PERSISTENT
+    p.send(session.create_text_message("lost"))  # pipelined: returns
+
+
+def test_a_08_session_close_raises_an_unreported_refusal(make_broker: MakeBroker) -> None:
+    """A-08: a refusal no later send reported is raised by session.close(), after the
+    session is closed; the connection goes on working and its close raises nothing more."""
+    url = make_broker(auto_create=False, queues=("Q",)).url
+    with ConnectionFactory(url).create_connection() as conn:
+        session = conn.create_session()
+        _refused_send(session)
+        with pytest.raises(InvalidDestinationException, match=r"pipelined .* queue://NOPE"):
+            session.close()
+        assert session.closed
+        session.close()  # idempotent, nothing more to report
+        other = conn.create_session()
+        other.create_producer(Q).send(other.create_text_message("after"))
+    assert drain_via(ConnectionFactory(url), Q) == ["after"]
+
+
+def test_a_08_connection_close_raises_an_unreported_refusal(make_broker: MakeBroker) -> None:
+    """A-08: closing the connection closes its sessions and then raises the refusal that no
+    send reported; the connection is closed all the same."""
+    url = make_broker(auto_create=False, queues=("Q",)).url
+    conn = ConnectionFactory(url).create_connection()
+    _refused_send(conn.create_session())
+    with pytest.raises(InvalidDestinationException, match="queue://NOPE"):
+        conn.close()
+    assert conn.closed
+    conn.close()  # a second call does nothing
+
+
+def test_a_08_context_close_raises_an_unreported_refusal(make_broker: MakeBroker) -> None:
+    """A-08, CTX-04: JMSContext.close() raises the unreported refusal as the runtime form of
+    its type, after closing the context (and its connection)."""
+    url = make_broker(auto_create=False, queues=("Q",)).url
+    ctx = ConnectionFactory(url).create_context()
+    ctx.create_producer().set_delivery_mode(DeliveryMode.NON_PERSISTENT).send(Queue("NOPE"), "lost")
+    with pytest.raises(InvalidDestinationRuntimeException, match="queue://NOPE"):
+        ctx.close()
+    ctx.close()  # a second call does nothing
+    with pytest.raises(IllegalStateRuntimeException):
+        ctx.create_text_message("x")
+
+
+def test_a_08_transacted_close_drops_the_refusal(make_broker: MakeBroker) -> None:
+    """A-08, TX-06: closing a transacted session rolls its transaction back, refused send
+    and all: close() raises nothing."""
+    url = make_broker(auto_create=False, queues=("Q",)).url
+    with ConnectionFactory(url).create_connection() as conn:
+        session = conn.create_session(True)
+        _refused_send(session)
+        session.close()
 
 
 def test_a_08_pipelined_refusal_rolls_the_transaction_back(make_broker: MakeBroker) -> None:
@@ -1071,6 +1174,12 @@ def test_a_08_close_waits_for_held_quiet_sends(make_broker: MakeBroker) -> None:
         got = [text(consumer.receive(WAIT)) for _ in range(3)]
     closer.join(WAIT)
     assert got == [f"{i}:{body}" for i in range(3)]
+
+
+def _blocking(url: str) -> ConnectionFactory:
+    """A factory whose synchronous NON_PERSISTENT sends wait (set by the URL option)."""
+    sep = "&" if "?" in url else "?"
+    return ConnectionFactory(f"{url}{sep}block_on_non_persistent_send=true")
 
 
 def _window_run(url: str, total: int, first_wave: int) -> None:

@@ -126,11 +126,13 @@ def test_psf_07_restart_recovers_an_index_not_the_bodies(tmp_path: pathlib.Path)
 
 def test_psf_07_non_persistent_past_the_limit_blocks_then_fails(tmp_path: pathlib.Path) -> None:
     """PSF-07, REL-08: NON_PERSISTENT messages are never paged: past the limit the producer
-    waits (policy page/block) and gets ResourceAllocationException after block_timeout."""
+    waits (policy page/block) and gets ResourceAllocationException after block_timeout
+    (from send() itself with block_on_non_persistent_send=true)."""
     b = _broker(tmp_path, block_timeout=0.2)
     try:
         q = Queue("np-full")
-        with ConnectionFactory(b.url).create_connection() as conn:
+        factory = ConnectionFactory(b.url, block_on_non_persistent_send=True)
+        with factory.create_connection() as conn:
             s = conn.create_session()
             p = s.create_producer(q)
             p.delivery_mode = DeliveryMode.NON_PERSISTENT

@@ -2,8 +2,8 @@
 
 Theory of operation
 -------------------
-An asynchronous send (completion listener) and, with ``block_on_non_persistent_send=false``,
-a synchronous NON_PERSISTENT send return before the broker's receipt. At most
+An asynchronous send (completion listener) and, unless ``block_on_non_persistent_send`` is
+true, a synchronous NON_PERSISTENT send return before the broker's receipt. At most
 :data:`SEND_WINDOW` of each kind are in flight per session; the next one waits for the
 oldest (STYLE rule 4: this object is the arithmetic that says whether and what to send next).
 
@@ -12,11 +12,11 @@ refused, then a ``SendFailed`` event); one in every :data:`QUIET_RUN` is an ordi
 whose reply vouches for the quiet ones before it (:meth:`SendWindow.quiet_next`), and the
 window counts the sends each reply vouches for (:meth:`SendWindow.pipeline`). A refused
 pipelined send is kept in :attr:`SendWindow.failure` and raised by the next send
-(:meth:`SendWindow.check`); in a transaction it also dooms the transaction (the ``doom``
-callback). Completion listeners run in send order on the window's completion thread
-(:meth:`SendWindow.complete_later`); :meth:`SendWindow.wait` waits for every send in flight
-(commit, rollback, close). Measured, pinned, 1 -> 1: a reply per send cost the client
-~2.5 µs of its ~21 µs per message.
+(:meth:`SendWindow.check`) or, if none comes, by the session's close; in a transaction it also
+dooms the transaction (the ``doom`` callback). Completion listeners run in send order on the
+window's completion thread (:meth:`SendWindow.complete_later`); :meth:`SendWindow.wait` waits
+for every send in flight (commit, rollback, close). Measured, pinned, 1 -> 1: a reply per send
+cost the client ~2.5 µs of its ~21 µs per message.
 
 The producer holds this object directly and reads ``inflight`` and ``failure`` per send; the
 constants are read at each use, so a test may patch them.
@@ -171,7 +171,8 @@ class SendWindow:
             return  # the link is gone: at most once, and the loss is reported already
         failure = type(exc)(
             f"a pipelined NON_PERSISTENT send to {dest} failed: {exc} "
-            "(block_on_non_persistent_send=false reports it at the next send)",
+            "(a pipelined send reports it at the next send, commit or close; "
+            "block_on_non_persistent_send=true raises it from the send itself)",
             exc.error_code,
             exc,
         )

@@ -114,12 +114,13 @@ class ConnectionFactory:
         password: default password.
         prefetch: consumer prefetch, overriding the URL option.
         client_id: administratively configured client id for every connection (CONN-07).
-        block_on_non_persistent_send: True (the default, catalog A-08): a synchronous
-            NON_PERSISTENT send waits for the broker's receipt, so its errors are raised by
-            that ``send()`` (PROD-13). False: such sends are pipelined, several times the
-            throughput over a network; a refusal is then raised by the session's *next*
-            send or commit (and makes a transaction roll back), and on a lost link the
-            messages not yet received by the broker are lost, as NON_PERSISTENT allows.
+        block_on_non_persistent_send: False (the default, catalog A-08): a synchronous
+            NON_PERSISTENT send does not wait for the broker's receipt (it is pipelined,
+            several times the throughput over a network); a refusal is raised by the
+            session's *next* send, its ``commit()`` (which then rolls back) or the close of
+            the session, context or connection, and on a lost link the messages not yet
+            received by the broker are lost, as NON_PERSISTENT allows. True: such a send
+            waits for the receipt, so its errors are raised by that ``send()`` (PROD-13).
             PERSISTENT sends always wait. Overrides the URL option.
         trusted_modules: modules whose classes ObjectMessage bodies may contain (default:
             builtins only).
@@ -177,7 +178,7 @@ class ConnectionFactory:
         self.client_id = client_id if client_id is not None else opts.get("client_id")
         if block_on_non_persistent_send is None:
             block_on_non_persistent_send = flag_option(
-                opts, "block_on_non_persistent_send", True, url
+                opts, "block_on_non_persistent_send", False, url
             )
         self.block_on_non_persistent_send = bool(block_on_non_persistent_send)
         self.data_dir = opts.get("data_dir") or None
@@ -435,6 +436,9 @@ class Connection:
         Raises:
             IllegalStateException: called from a message listener or a completion listener
                 of this connection (CONN-19).
+            JMSException: the broker refused a pipelined NON_PERSISTENT send that no later
+                send of its session reported (A-08; the first such refusal); the connection
+                is closed all the same.
         """
         self._check_not_in_listener("close()")
         with self._lock:
@@ -444,8 +448,10 @@ class Connection:
         for s in sessions:
             s._check_not_in_completion("close() of its connection")
         self._route.start_close()  # a reconnect in progress gives up; calls stop waiting
+        refusal: JMSException | None = None
         for s in sessions:
-            s._close(from_connection=True)
+            refused = s._close(from_connection=True)
+            refusal = refusal or refused
         with self._lock:
             self._state = _TRANSITIONS[(self._state, "close")]
         transport, reconnecting = self._route.end_close()
@@ -457,6 +463,8 @@ class Connection:
         transport.close()
         if self._exc_queue is not None:
             self._exc_queue.put(None)
+        if refusal is not None:
+            raise refusal
 
     @property
     def closed(self) -> bool:

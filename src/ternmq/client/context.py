@@ -519,6 +519,8 @@ class JMSContext:
         Raises:
             IllegalStateRuntimeException: called from a message listener or a completion
                 listener of this context (CTX-22, CTX-23).
+            JMSRuntimeException: the broker refused a pipelined NON_PERSISTENT send that no
+                later send reported (A-08); the context is closed all the same.
         """
         session = self._session
         if session is not None:
@@ -539,12 +541,13 @@ class JMSContext:
                 if self._state is _State.CLOSED:
                     return
                 session = self._session
-            if session is not None:
-                session.close()
+            refusal = session._close(from_connection=False) if session is not None else None
             with self._lock:
                 self._transition("close")
             if self._shared.release():
                 self._shared.connection.close()
+            if refusal is not None:
+                raise refusal
 
     def __enter__(self) -> JMSContext:
         return self

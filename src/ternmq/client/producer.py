@@ -4,9 +4,10 @@ A send stamps the provider-set headers on the application's message object (HDR-
 PROD-07), encodes it once (so later changes to the object do not touch what was sent,
 PROD-29), and hands the bytes to the broker. A synchronous send returns after the broker's
 receipt; an asynchronous one returns at once and its completion listener runs later on the
-session's completion thread, in send order. With ``block_on_non_persistent_send=false`` (a
-factory option, catalog A-08) a synchronous NON_PERSISTENT send does not wait either: it is
-pipelined, and a failure the broker reports is raised by the session's next send or commit.
+session's completion thread, in send order. By default (``block_on_non_persistent_send``
+false, a factory option, catalog A-08) a synchronous NON_PERSISTENT send does not wait
+either: it is pipelined, and a failure the broker reports is raised by the session's next
+send, its commit, or the close of the session (context, connection).
 At most :data:`~ternmq.client._send_window.SEND_WINDOW` sends of a session are in flight;
 past that the sender waits for the oldest, so a broker that holds receipts back (a full
 destination under the "block" policy) slows its producers down.
@@ -200,7 +201,7 @@ class MessageProducer:
             JMSException: an invalid delivery mode, priority, time-to-live or delay, or the
                 broker refused the message (ResourceAllocationException when full), or
                 refused an earlier pipelined NON_PERSISTENT send of this session (raised
-                once, here, when ``block_on_non_persistent_send`` is off).
+                once, here, unless ``block_on_non_persistent_send`` is on).
             TypeError: ``completion_listener`` lacks ``on_completion`` or ``on_exception``.
         """
         bound = self._destination

@@ -565,19 +565,25 @@ class Session:
         Raises:
             IllegalStateException: called from one of this session's message listeners or
                 completion listeners.
+            JMSException: the broker refused a pipelined NON_PERSISTENT send of this session
+                that no later send reported (A-08); the session is closed all the same.
         """
         if threading.get_ident() == self._listener_thread.ident:
             raise IllegalStateException(
                 "a session cannot be closed from one of its own message listeners"
             )
         self._check_not_in_completion("close()")
-        self._close(from_connection=False)
+        refusal = self._close(from_connection=False)
+        if refusal is not None:
+            raise refusal
 
-    def _close(self, from_connection: bool) -> None:
+    def _close(self, from_connection: bool) -> JMSException | None:
+        """Close; return the refusal of a pipelined send not reported yet (A-08: the caller
+        raises it once the close is done), None in a transacted session (rolled back)."""
         ledger = self._ledger
         with self._cond:
             if self._closed or self._closing:
-                return
+                return None
             self._closing = True
             self._cond.notify_all()
         self._listener_thread.wait_idle()
@@ -597,6 +603,9 @@ class Session:
                 check_reply(reply)
         except JMSException:
             log.debug("closing session %s on a failed link", self._id)
+        # the CloseSession reply follows every SendFailed event of this session's quiet sends
+        refusal = None if self._mode == self.SESSION_TRANSACTED else self._window.failure
+        self._window.forget_failure()
         with self._cond:
             self._closed = True
             ledger.unacked = []
@@ -613,6 +622,7 @@ class Session:
         self._window.close()
         if not from_connection:
             self._connection._remove_session(self)
+        return refusal
 
     def _abort(self) -> None:
         """The connection failed: everything ends, receives return None (A-10)."""
