@@ -311,7 +311,14 @@ class MessageProducer:
         data = encode_message(message)
         if self._transacted:  # a failover dooms this transaction
             self._ledger.tx_work = True
-        pipelined = listener is None and mode != _PERSISTENT and not conn.block_np_sends
+        # only a NON_PERSISTENT send outside a transaction is pipelined by default;
+        # a send in a transaction always waits (its refusal is raised here, not at commit).
+        pipelined = (
+            listener is None
+            and mode != _PERSISTENT
+            and not conn.block_np_sends
+            and not self._transacted
+        )
         quiet = pipelined and window.quiet_next()
         req = c.Send(
             corr=0 if quiet else conn.next_corr(),
