@@ -6,6 +6,7 @@ import base64
 import http.client
 import json
 import urllib.parse
+from collections.abc import Iterable
 from typing import Any
 
 TIMEOUT = 15.0
@@ -49,7 +50,7 @@ class Http:
         path: str,
         body: object = None,
         *,
-        raw: bytes | None = None,
+        raw: bytes | Iterable[bytes] | None = None,
         headers: dict[str, str] | None = None,
     ) -> Reply:
         """Send one request; ``body`` as JSON, or ``raw`` octets."""
@@ -62,7 +63,8 @@ class Http:
                 hdrs.setdefault("Content-Type", "application/json")
             if self.auth is not None:
                 hdrs.setdefault("Authorization", self.auth)
-            conn.request(method, path, body=data, headers=hdrs)
+            chunked = hdrs.get("Transfer-Encoding") == "chunked"
+            conn.request(method, path, body=data, headers=hdrs, encode_chunked=chunked)
             resp = conn.getresponse()
             return Reply(resp.status, dict(resp.getheaders()), resp.read())
         finally:
