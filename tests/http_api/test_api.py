@@ -315,7 +315,7 @@ def _secured(start: Start, **http_fields: object):  # type: ignore[no-untyped-de
 
 
 def test_credentials_and_permissions(start: Start) -> None:
-    st, anon = _secured(start)
+    _, anon = _secured(start)
     assert anon.get("/api/health").status == 200  # no credentials needed
     assert anon.get("/metrics").status == 200  # readable unless metrics_auth
     r = anon.get("/api/destinations")
@@ -387,7 +387,7 @@ def test_changes_are_durable_across_a_restart(start: Start, tmp_path: pathlib.Pa
         "moved": 1
     }
     st.stop()
-    st2, http2 = start(data_dir=data)
+    _, http2 = start(data_dir=data)
     d = http2.get(q("d") + "/messages").json()["messages"]
     assert [m["preview"] for m in d] == ["keep"]
     e = http2.get(q("elsewhere") + "/messages").json()["messages"]
