@@ -117,3 +117,20 @@ def test_connections_gauge_follows_the_connections(start: Start) -> None:
             break
         time.sleep(0.02)
     assert samples[("ternmq_connections", (("protocol", "native"),))] == 0
+
+
+def test_the_grafana_dashboard_uses_only_served_families(start: Start) -> None:
+    """docs/grafana-dashboard.json stays on the names /metrics serves."""
+    import json
+    import pathlib
+    import re
+
+    st, http = start()
+    factory(st).create_connection().close()
+    http.post("/api/destinations", {"name": "queue://g"})
+    served = {name for name, _ in _samples(http.get("/metrics").body.decode())}
+    path = pathlib.Path(__file__).resolve().parents[2] / "docs" / "grafana-dashboard.json"
+    dashboard = json.loads(path.read_text(encoding="utf-8"))
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    used = {m for e in exprs for m in re.findall(r"\b((?:ternmq|process)_[a-z_]+)", e)}
+    assert used and used <= served, sorted(used - served)
