@@ -386,8 +386,16 @@ def test_changes_are_durable_across_a_restart(start: Start, tmp_path: pathlib.Pa
     assert http.post(q("d") + "/move", {"to": "queue://elsewhere", "selector": "go"}).json() == {
         "moved": 1
     }
+    http.post("/api/destinations", {"name": "queue://gone"})
+    http.post(q("gone") + "/messages", {"body": "with its queue"})
+    http.post("/api/destinations", {"name": "queue://purged"})
+    http.post(q("purged") + "/messages", {"body": "purged"})
+    assert http.delete(q("gone")).status == 204
+    assert http.post(q("purged") + "/purge").json() == {"purged": 1}
     st.stop()
     _, http2 = start(data_dir=data)
+    assert http2.get(q("gone")).status == 404
+    assert http2.get(q("purged")).status == 404  # nothing of it survived: not recovered
     d = http2.get(q("d") + "/messages").json()["messages"]
     assert [m["preview"] for m in d] == ["keep"]
     e = http2.get(q("elsewhere") + "/messages").json()["messages"]
