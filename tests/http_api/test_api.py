@@ -12,7 +12,7 @@ from ternmq.broker.config import BrokerConfig, DestinationPolicy
 from ternmq.server.config import HttpConfig, Limits, UserConfig
 from ternmq.server.security import hash_password
 
-from ._client import q, t
+from ._client import Http, q, t
 from .conftest import Start, factory
 
 
@@ -28,6 +28,14 @@ def _send(st, dest, *texts, **props) -> None:  # type: ignore[no-untyped-def]
             p.send(m)
     finally:
         conn.close()
+
+
+def _wait_no_connections(http: Http) -> None:
+    """Wait (5 s at most) until the server lists no connection; fail otherwise."""
+    deadline = time.monotonic() + 5
+    while http.get("/api/connections").json() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert http.get("/api/connections").json() == []
 
 
 def test_health_overview_and_destinations(start: Start) -> None:
@@ -99,10 +107,7 @@ def test_delete_with_consumers_needs_force_which_closes_them(start: Start) -> No
         assert len(http.get("/api/connections").json()) == 1
         assert http.delete(q("busy") + "?force=true").status == 204
         assert http.get(q("busy")).status == 404
-        deadline = time.monotonic() + 5
-        while http.get("/api/connections").json() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert http.get("/api/connections").json() == []
+        _wait_no_connections(http)
     finally:
         conn.close()
 
@@ -254,10 +259,7 @@ def test_connections_list_and_close(start: Start) -> None:
         assert info["connected_at"] <= time.time()
         assert http.delete("/api/connections/ID:999").status == 404
         assert http.delete(f"/api/connections/{info['id']}").status == 204
-        deadline = time.monotonic() + 5
-        while http.get("/api/connections").json() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert http.get("/api/connections").json() == []
+        _wait_no_connections(http)
     finally:
         conn.close()
 
