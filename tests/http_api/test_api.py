@@ -430,3 +430,28 @@ def test_connections_past_max_connections_are_closed(start: Start) -> None:
         except OSError:
             time.sleep(0.05)
     assert http.get("/api/health").status == 200  # room again once they are gone
+
+
+def test_route_setups_add_routes_and_public_paths(start: Start) -> None:
+    """Another module adds its routes (a WebSocket gateway would); a path it declares public
+    skips HTTP Basic, every other one still needs credentials."""
+    from aiohttp import web
+
+    from ternmq.server.http import ROUTE_SETUPS, add_routes, json_response
+
+    def setup(app: web.Application, frontend: object) -> None:
+        async def ping(request: web.Request) -> web.StreamResponse:
+            return json_response({"pong": True})
+
+        app.router.add_get("/extra/ping", ping)
+        app.router.add_get("/extra-private/ping", ping)
+        frontend.auth.add_public("/extra/")  # type: ignore[attr-defined]
+
+    add_routes(setup)
+    try:
+        _, anon = _secured(start)
+    finally:
+        ROUTE_SETUPS.remove(setup)
+    assert anon.get("/extra/ping").json() == {"pong": True}
+    assert anon.get("/extra-private/ping").status == 401
+    assert anon.as_user("ops", "ops-pw").get("/extra-private/ping").status == 200
