@@ -164,6 +164,7 @@ def test_one_message_its_deletion_and_a_send(start: Start) -> None:
     assert r2.status == 201
     detail = http.get(q("s") + f"/messages/{mid}").json()
     assert detail["id"] == mid and detail["destination"] == "queue://s"
+    assert detail["state"] == "ready"
     assert detail["body_type"] == "text" and detail["body"] == "hello"
     assert detail["properties"] == {"n": 5, "ok": True, "who": "ops"}
     h = detail["headers"]
