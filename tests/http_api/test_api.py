@@ -456,3 +456,23 @@ def test_route_setups_add_routes_and_public_paths(start: Start) -> None:
     assert anon.get("/extra/ping").json() == {"pong": True}
     assert anon.get("/extra-private/ping").status == 401
     assert anon.as_user("ops", "ops-pw").get("/extra-private/ping").status == 200
+
+
+def test_console_files(start: Start, tmp_path: pathlib.Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from ternmq.server.http import console
+
+    site = tmp_path / "console"
+    site.mkdir()
+    (site / "index.html").write_text("<h1>ternmq</h1>", encoding="utf-8")
+    (site / "app.js").write_text("console.log(1)", encoding="utf-8")
+    (tmp_path / "secret.txt").write_text("no", encoding="utf-8")
+    monkeypatch.setattr(console, "CONSOLE_DIR", site)
+    _, anon = _secured(start)  # the console's files need no credentials
+    assert anon.get("/").body == b"<h1>ternmq</h1>"
+    assert anon.get("/console/app.js").body == b"console.log(1)"
+    assert anon.get("/console/missing.js").status == 404
+    assert anon.get("/console/%2e%2e/secret.txt").status in (403, 404)
+    monkeypatch.setattr(console, "CONSOLE_DIR", tmp_path / "absent")
+    _, bare = start()
+    r = bare.get("/")
+    assert r.status == 404 and "not installed" in r.json()["error"]
