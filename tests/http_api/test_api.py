@@ -206,6 +206,15 @@ def test_send_refuses_bad_input(start: Start) -> None:
     assert http.post(q("nope") + "/messages", {"body": "x"}).status == 404
 
 
+def test_a_send_to_a_full_queue_is_503(start: Start) -> None:
+    tiny = DestinationPolicy(max_bytes=200, full_policy="fail")
+    _, http = start(broker=BrokerConfig(policies={"queue://tiny": tiny}))
+    http.post("/api/destinations", {"name": "queue://tiny"})
+    r = http.post(q("tiny") + "/messages", {"body": "x" * 300})
+    assert r.status == 503 and "full" in r.json()["error"]
+    assert http.get(q("tiny")).json()["depth"] == 0
+
+
 def test_move_dead_letters_back_and_they_are_consumed(start: Start) -> None:
     policy = DestinationPolicy(max_delivery_attempts=1)
     st, http = start(broker=BrokerConfig(default_policy=policy))
