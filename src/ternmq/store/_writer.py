@@ -40,13 +40,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from ternmq._sched import defer_wakeups
 from ternmq.errors import JMSException
-from ternmq.store._base import AddMessage, Completion, Op, StoreFullError
+from ternmq.store._base import AddMessage, CommitTimes, Completion, Op, StoreFullError
 
 __all__ = ["IDLE_EXIT_SECONDS", "Backend", "GroupCommitWriter"]
 
@@ -160,6 +161,7 @@ class GroupCommitWriter:
         self._closed = False
         self._completion: Completion | None = None
         self.batches = 0  # batches received
+        self.commit_times = CommitTimes()  # recorded under ``lock`` by _commit
 
     def set_completion(self, callback: Completion) -> None:
         """Where finished batches are reported, one call per group commit (on the writer
@@ -270,6 +272,7 @@ class GroupCommitWriter:
         backend = self.backend
         results: list[tuple[list[int], BaseException | None]]
         with self.lock:
+            started = time.perf_counter()
             try:
                 backend.apply([ops for ops, _ in items])
                 results = [([token for _, token in items], None)]
@@ -279,6 +282,7 @@ class GroupCommitWriter:
                     results = [([items[0][1]], exc)]
                 else:
                     results = self._one_by_one(items)
+            self.commit_times.record(time.perf_counter() - started)
         callback = self._completion
         if callback is not None:
             for tokens, error in results:  # in submission order
