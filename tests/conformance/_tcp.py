@@ -429,7 +429,7 @@ class ThreadServerBroker(ServerBroker):
         text, _ = server_toml(self._settings, tls=self._tls, tls_port=self.ports.get("tls", 0))
         self.config_path.write_text(text, encoding="utf-8")
         config = load_config(self.config_path).with_overrides(
-            port=self.ports.get("tcp", 0), data_dir=str(self.data_dir)
+            port=self.ports.get("tcp", 0), data_dir=str(self.data_dir), http_port=-1
         )
         self._thread = ServerThread(config, clock=self._clock).start()
         for address in self._thread.addresses:
