@@ -20,6 +20,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -72,7 +73,7 @@ class PgServer:
         pwfile.write_text(PASSWORD + "\n", encoding="utf-8")
         if self.as_user:
             os.chown(pwfile, pwd.getpwnam("postgres").pw_uid, -1)
-        subprocess.run(
+        done = subprocess.run(
             [
                 *self.as_user,
                 str(self.bin / "initdb"),
@@ -88,9 +89,11 @@ class PgServer:
                 "UTF8",
                 "--no-sync",
             ],
-            check=True,
+            check=False,
             capture_output=True,
         )
+        if done.returncode != 0:
+            raise AssertionError(f"initdb failed: {done.stderr.decode(errors='replace')}")
 
     def url(self, dbname: str = "postgres", password: str = PASSWORD) -> str:
         """The ``postgresql://`` URL of ``dbname`` on this server."""
@@ -141,9 +144,9 @@ class PgServer:
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
+        pg_ctl = str(self.bin / "pg_ctl")
         subprocess.run(
-            [*self.as_user, str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w"]
-            + ["stop"],
+            [*self.as_user, pg_ctl, "-D", str(self.data), "-m", mode, "-w", "stop"],
             check=False,
             capture_output=True,
         )
@@ -176,13 +179,19 @@ def start_postgres(directory: pathlib.Path) -> PgServer:
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgServer]:
-    """A PostgreSQL server for the whole session (see the module doc)."""
-    server = start_postgres(tmp_path_factory.mktemp("postgres"))
+def postgres_server() -> Iterator[PgServer]:
+    """A PostgreSQL server for the whole session (see the module doc), in a directory of its
+    own under the system's temporary directory (pytest's are private to root: the
+    ``postgres`` user could not enter them), removed at the end."""
+    directory = pathlib.Path(tempfile.mkdtemp(prefix="ternmq-pg-"))
     try:
-        yield server
+        server = start_postgres(directory)
+        try:
+            yield server
+        finally:
+            server.stop()
     finally:
-        server.stop()
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture
