@@ -17,6 +17,9 @@ once its transaction committed, as with SQLite. ``fsync="batch"`` sets ``synchro
 = off`` for the store's session: faster; a crash of the *database server* (not of the
 broker) can lose the commits of its last ``wal_writer_delay`` (three times that at most).
 
+Every commit runs on the writer thread (no owner commits, :meth:`PostgresStore.set_owner_commits`):
+a network round trip, let alone a reconnect, must not hold the server's event loop.
+
 Statements: runs of message inserts and deletes go to the server as one statement each,
 their rows as arrays (``unnest``), so a commit of a thousand sends is a handful of
 statements; a transaction of more than one statement is sent in pipeline mode (one round
@@ -72,7 +75,6 @@ from ternmq.store._base import (
 )
 from ternmq.store._plan import Rows, evictions, plan
 from ternmq.store._writer import GroupCommitWriter
-from ternmq.store.sqlite import INLINE_BYTES, INLINE_OPS
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore", "StoreUnavailable", "describe"]
 
@@ -80,14 +82,16 @@ SCHEMA_VERSION = 1
 # Seconds between two attempts to reconnect a lost connection: commits in between fail at
 # once with the last cause instead of each waiting for a connect timeout.
 RECONNECT_INTERVAL = 0.5
-# Connection settings a URL may override: a bounded connect, and keepalives so that a
-# connection cut by the network (no reset) is found dead in about 25 s, not hours.
+# Connection settings a URL may override: a bounded connect, and keepalives and a TCP user
+# timeout (ms) so that a connection cut by the network (no reset) is found dead in 10 to
+# 25 s, not hours.
 CONNECT_DEFAULTS: dict[str, str] = {
     "connect_timeout": "5",
     "keepalives": "1",
     "keepalives_idle": "10",
     "keepalives_interval": "5",
     "keepalives_count": "3",
+    "tcp_user_timeout": "10000",
     "application_name": "ternmq",
 }
 _SCHEMA_LOCK = 0x7465726E6D71  # advisory lock key held while the schema is created ("ternmq")
@@ -240,8 +244,8 @@ class PostgresStore:
             raise
         self._writer = GroupCommitWriter(
             self,
-            inline_ops=INLINE_OPS,
-            inline_bytes=INLINE_BYTES,
+            inline_ops=0,  # no owner commits: see set_owner_commits
+            inline_bytes=0,
             batch_scheduling=batch_scheduling,
         )
 
@@ -379,11 +383,6 @@ class PostgresStore:
         """Batches received by :meth:`submit`."""
         return self._writer.batches
 
-    @property
-    def inline_commits(self) -> int:
-        """Commits made by :meth:`commit_due` on the submitting thread (owner commits)."""
-        return self._writer.inline_commits
-
     def set_completion(self, callback: Completion) -> None:
         """Where finished batches are reported, one call per group commit."""
         self._writer.set_completion(callback)
@@ -406,14 +405,17 @@ class PostgresStore:
         self._writer.submit(ops, token)
 
     def set_owner_commits(self, due: Callable[[], None] | None) -> bool:
-        """Let the submitting thread write small batches itself while the writer is idle
-        (``GroupCommitWriter.set_owner_commits``). Returns True."""
-        return self._writer.set_owner_commits(due)
+        """No owner commits: every commit is the writer thread's. Returns False.
+
+        An owner commit runs on the broker's thread (the server's event loop); a commit here
+        is a network round trip, and a reconnect or a network that stops answering would
+        hold that thread (and every client of the server) for up to the connect timeout or
+        the TCP user timeout. The hand-over to the writer costs tens of microseconds against
+        a commit of milliseconds."""
+        return False
 
     def commit_due(self, here: bool = True) -> None:
-        """Write the queued batches on this thread if small and the writer idle, else hand
-        them to the writer (``GroupCommitWriter.commit_due``)."""
-        self._writer.commit_due(here)
+        """Nothing to do: this store has no owner commits (see :meth:`set_owner_commits`)."""
 
     def close(self) -> None:
         """Write what is queued, stop the writer, close the connections. A second call does
