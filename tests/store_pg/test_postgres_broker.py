@@ -197,3 +197,77 @@ def test_postgresql_stopped_under_load_refuses_sends_and_resumes_losing_nothing(
     assert set(got) <= set(ok) | set(failed)
     in_doubt = set(got) & set(failed)
     assert len(in_doubt) <= 2, f"failed sends that were stored anyway: {sorted(in_doubt)}"
+
+
+def test_postgresql_stopped_under_consumers_loses_no_acknowledgement(
+    tmp_path: pathlib.Path, postgres_server: PgServer, pg_url: str
+) -> None:
+    """The database going away under a transacted consumer: commits during the outage fail
+    with a JMSException (the store is unavailable), commits succeed again once PostgreSQL is
+    back. After a restart of the server on the database, no message whose receive was
+    committed comes back, and every other one is there, once (TX-02, REL-05)."""
+    texts = [f"m{i}" for i in range(300)]
+    server = Server(tmp_path, tmp_path / "unused", pg_url)
+    committed: list[str] = []
+    failures: list[str] = []
+    up_again = threading.Event()
+    committed_after = threading.Event()
+    stop = threading.Event()
+
+    def consume() -> None:
+        conn = ConnectionFactory(server.url).create_connection()
+        try:
+            conn.start()
+            session = conn.create_session(True, Session.SESSION_TRANSACTED)
+            consumer = session.create_consumer(Queue("ACK"))
+            deadline = time.monotonic() + LOAD_LIMIT
+            while not stop.is_set() and time.monotonic() < deadline:
+                msg = consumer.receive(0.5)
+                if msg is None:
+                    continue
+                try:
+                    session.commit()
+                except JMSException as exc:
+                    failures.append(str(exc))
+                    time.sleep(0.01)
+                    continue
+                committed.append(msg.text)  # type: ignore[attr-defined]
+                if up_again.is_set():
+                    committed_after.set()
+        finally:
+            conn.close()
+
+    thread = threading.Thread(target=consume, daemon=True)
+    try:
+        _send(server.url, "ACK", texts)
+        thread.start()
+        deadline = time.monotonic() + WAIT
+        while len(committed) < 20 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(committed) >= 20, f"no receive committed before the outage: {failures}"
+        postgres_server.stop("fast")
+        time.sleep(DOWN)
+        postgres_server.start()
+        up_again.set()
+        assert committed_after.wait(WAIT + RECONNECT_WAIT), (
+            f"no commit succeeded after PostgreSQL came back: {failures[-3:]}\n{server.log()}"
+        )
+        stop.set()
+        thread.join(WAIT)
+        assert not thread.is_alive()
+        assert failures, "no commit failed while PostgreSQL was down"
+        assert all("unavailable" in f or "store" in f for f in failures), failures[:3]
+    finally:
+        stop.set()
+        if postgres_server.proc is None:
+            postgres_server.start()
+        server.kill()
+    server = Server(tmp_path, tmp_path / "unused", pg_url)
+    try:
+        got = _drain(server.url, "ACK")
+    finally:
+        server.kill()
+    assert len(got) == len(set(got)), "a message was delivered twice after the restart"
+    again = set(got) & set(committed)
+    assert not again, f"committed receives came back: {sorted(again)[:10]}"
+    assert set(got) | set(committed) == set(texts), "messages were lost"
