@@ -30,7 +30,6 @@ from typing import Any
 
 import pytest
 
-from _postgres import pg_url, postgres_server
 from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import Connection, ConnectionFactory
 from ternmq.store import MemoryStore
@@ -38,8 +37,6 @@ from ternmq.testing import FakeClock
 
 from ._helpers import Connect, CrashBroker
 from ._tcp import ServerBroker, ServerPool, ThreadServerBroker
-
-__all__ = ["pg_url", "postgres_server"]  # fixtures
 
 TRANSPORTS = ["vm", "vm+sqlite", "tcp"]
 NETWORK = ("tcp", "tls", "failover")
