@@ -64,6 +64,7 @@ class PgServer:
         self.port = _free_port()
         self.log = directory / "postgres.log"
         self.proc: subprocess.Popen[bytes] | None = None
+        self._spent: list[str] = []  # databases to drop (see done)
         self.as_user: list[str] = []
         if os.geteuid() == 0:
             self.as_user = ["runuser", "-u", "postgres", "--"]
@@ -157,11 +158,19 @@ class PgServer:
             proc.wait(10)
 
     def new_database(self) -> str:
-        """A fresh empty database; its URL."""
+        """A fresh empty database; its URL. The databases given up with :meth:`done` are
+        dropped first (a long run would otherwise leave hundreds of them: gigabytes)."""
         name = f"t_{uuid.uuid4().hex[:12]}"
         with psycopg.connect(self.url(), autocommit=True) as conn:
+            while self._spent:
+                conn.execute(f"DROP DATABASE IF EXISTS {self._spent.pop()} WITH (FORCE)")
             conn.execute(f"CREATE DATABASE {name}")
         return self.url(name)
+
+    def done(self, url: str) -> None:
+        """The test of ``url``'s database has ended: drop it with the next
+        :meth:`new_database` (by then whatever the test started is gone too)."""
+        self._spent.append(url.rpartition("/")[2])
 
 
 def start_postgres(directory: pathlib.Path) -> PgServer:
@@ -195,6 +204,8 @@ def postgres_server() -> Iterator[PgServer]:
 
 
 @pytest.fixture
-def pg_url(postgres_server: PgServer) -> str:
-    """The URL of a fresh database on the session's PostgreSQL server."""
-    return postgres_server.new_database()
+def pg_url(postgres_server: PgServer) -> Iterator[str]:
+    """The URL of a fresh database on the session's PostgreSQL server (dropped later)."""
+    url = postgres_server.new_database()
+    yield url
+    postgres_server.done(url)
