@@ -1,17 +1,18 @@
 """The PostgreSQL store on its own (no broker), beside the SQLite store where the promise is
 the same.
 
-Backend-agnostic tests run on both stores (``backend`` is ``sqlite`` or ``postgres``): every
-operation round-trips, also into a new store on the same data (REL-09); random histories of
-every operation load exactly as a ``MemoryStore`` given the same batches (the model); batches
-submitted during a write share one commit (group commit), reported in order; a message added
-and removed within one group commit is never written; ``load(with_data=False)`` and
-``read_message`` (paging, PSF-07); duplicate ids round-trip and are evicted (PSF-09).
+Backend-agnostic tests run on both stores (``opener`` opens ``sqlite`` or ``postgres``):
+every operation round-trips, also into a new store on the same data (REL-09, PSF-09);
+batches submitted during a write share one commit (group commit), reported in order;
+``load(with_data=False)`` and ``read_message`` (paging, PSF-07). The random-history model
+check runs on both in ``tests/durability/test_store.py``, the duplicate-id one in
+``test_store_dedup.py``.
 
 PostgreSQL's own: the schema and its version table are created on first start and a database
 of another version is refused; start-up against a server that is not there, or that refuses
 the login, fails with a ``JMSException`` naming the host and the cause, never the password;
-``fsync="batch"`` is ``synchronous_commit = off``; a lost connection fails the commits of the
+``fsync="batch"`` is ``synchronous_commit = off``; a message added and removed within one
+group commit is never written; a lost connection fails the commits of the
 moment with ``StoreUnavailable`` and the store reconnects by itself (spaced by the injected
 clock) once the server is back, nothing committed lost.
 """
@@ -19,7 +20,6 @@ clock) once the server is back, nothing committed lost.
 from __future__ import annotations
 
 import pathlib
-import random
 import threading
 from collections.abc import Callable, Iterator
 
@@ -32,7 +32,6 @@ from ternmq.errors import JMSException
 from ternmq.protocol.commands import StagedSend
 from ternmq.store import (
     AddDuplicateId,
-    AddMessage,
     AddStaged,
     AddSubscription,
     MemoryStore,
@@ -164,71 +163,6 @@ def test_every_op_type_round_trips_on_both_stores(opener: Opener) -> None:
         assert got.sinks == {"sink-1": 7}  # type: ignore[attr-defined]
         assert got.staged == expected.staged and len(expected.staged) == 5  # type: ignore[attr-defined]
         assert got.duplicate_ids == {"queue://Q": [(2, "id-2"), (3, "id-3")]}  # type: ignore[attr-defined]
-
-
-@pytest.mark.parametrize("seed", range(3))
-def test_random_histories_load_like_the_memory_store_on_both_stores(
-    opener: Opener, seed: int
-) -> None:
-    """Model check: random batches of message, subscription, range and count operations,
-    submitted (grouped) or written, load as a ``MemoryStore`` given the same batches."""
-    rng = random.Random(seed)
-    model = MemoryStore()
-    s = opener()
-    done = Completions()
-    s.set_completion(done)
-    queues = ["queue://A", "queue://B"]
-    sub = AddSubscription("sub:u:c:d1", "c", "d1", "topic://T", None, False, False)
-    live: dict[str, list[int]] = {d: [] for d in [*queues, sub.dest]}
-    next_seq = dict.fromkeys(live, 1)
-    submitted = 0
-    for step in range(80):
-        batch: list[Op] = []
-        for _ in range(rng.randint(1, 8)):
-            r = rng.random()
-            dest = rng.choice(list(live))
-            if r < 0.5:
-                seq = next_seq[dest]
-                next_seq[dest] += rng.randint(1, 3)
-                batch.append(
-                    AddMessage(
-                        dest,
-                        seq,
-                        rng.randbytes(rng.randint(0, 40)),
-                        rng.randint(0, 9),
-                        rng.choice([0, 1_800_000_000_000 + seq]),
-                        rng.choice([0, 1_700_000_000_000 + seq]),
-                        rng.choice([None, "g"]),
-                    )
-                )
-                live[dest].append(seq)
-            elif r < 0.7 and live[dest]:
-                batch.append(RemoveMessage(dest, live[dest].pop(rng.randrange(len(live[dest])))))
-            elif r < 0.85 and live[dest]:
-                batch.append(SetDeliveryCount(dest, rng.choice(live[dest]), rng.randint(0, 9)))
-            elif r < 0.9:
-                batch.append(sub)
-            elif r < 0.95 and live[dest]:
-                lo, hi = sorted(rng.choices(live[dest], k=2))
-                batch.append(RemoveRange(dest, lo, hi))
-                live[dest] = [q for q in live[dest] if not lo <= q <= hi]
-            else:
-                q = rng.choice(queues)
-                batch.append(RemoveDestination(q))
-                live[q].clear()
-        model.write(batch)
-        if rng.random() < 0.1:
-            done.wait_for(submitted)
-            s.write(batch)
-        else:
-            submitted += 1
-            s.submit(batch, submitted)
-        if step % 40 == 39:
-            done.wait_for(submitted)
-            assert normalized(s.load()) == normalized(model.load()), f"seed {seed} step {step}"
-    assert all(err is None for _, err in done.wait_for(submitted))
-    s.close()
-    assert normalized(_reload(opener)) == normalized(model.load()), f"seed {seed}"  # type: ignore[arg-type]
 
 
 def test_batches_submitted_during_a_write_share_one_commit_on_both_stores(
