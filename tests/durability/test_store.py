@@ -188,16 +188,21 @@ def _reopen_after_close(s: SqliteStore, data_dir: pathlib.Path) -> Recovered:
 
 
 def test_load_without_bodies_gives_sizes_and_read_message_the_bytes(
-    store: SqliteStore,
+    opener: Callable[[], Any],
 ) -> None:
     """Paging (PSF-07) recovers an index: ``load(with_data=False)`` leaves ``data`` out but
-    keeps the size; ``read_message`` reads one body back (None once it is gone)."""
-    store.write([add("queue://Q", 1, b"abcdef"), add("queue://Q", 2, b"z")])
-    msgs = store.load(with_data=False).messages["queue://Q"]
-    assert [(m.seq, m.data, m.size) for m in msgs] == [(1, None, 6), (2, None, 1)]
-    assert store.read_message("queue://Q", 1) == b"abcdef"
-    store.write([RemoveMessage("queue://Q", 1)])
-    assert store.read_message("queue://Q", 1) is None
+    keeps the size; ``read_message`` reads one body back (None once it is gone); on SQLite
+    and on PostgreSQL."""
+    store = opener()
+    try:
+        store.write([add("queue://Q", 1, b"abcdef"), add("queue://Q", 2, b"z")])
+        msgs = store.load(with_data=False).messages["queue://Q"]
+        assert [(m.seq, m.data, m.size) for m in msgs] == [(1, None, 6), (2, None, 1)]
+        assert store.read_message("queue://Q", 1) == b"abcdef"
+        store.write([RemoveMessage("queue://Q", 1)])
+        assert store.read_message("queue://Q", 1) is None
+    finally:
+        store.close()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

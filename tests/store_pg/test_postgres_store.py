@@ -3,9 +3,9 @@ the same.
 
 Backend-agnostic tests run on both stores (``opener`` opens ``sqlite`` or ``postgres``):
 every operation round-trips, also into a new store on the same data (REL-09, PSF-09);
-batches submitted during a write share one commit (group commit), reported in order;
-``load(with_data=False)`` and ``read_message`` (paging, PSF-07). The random-history model
-check runs on both in ``tests/durability/test_store.py``, the duplicate-id one in
+batches submitted during a write share one commit (group commit), reported in order. The
+random-history model check and paging's ``load(with_data=False)`` and ``read_message``
+(PSF-07) run on both in ``tests/durability/test_store.py``, the duplicate-id test in
 ``test_store_dedup.py``.
 
 PostgreSQL's own: the schema and its version table are created on first start and a database
@@ -183,19 +183,6 @@ def test_batches_submitted_during_a_write_share_one_commit_on_both_stores(
     assert len(done.calls) == store.commits
     assert [t for call in done.calls for t in call] == list(range(51))
     assert len(store.load().messages["queue://Q"]) == 51
-
-
-def test_load_without_bodies_and_read_message_on_both_stores(
-    store: PostgresStore | SqliteStore,
-) -> None:
-    """PSF-07: ``load(with_data=False)`` keeps sizes, not bodies; ``read_message`` reads a
-    body back, None once it is gone."""
-    store.write([add("queue://Q", 1, b"abcdef"), add("queue://Q", 2, b"z")])
-    msgs = store.load(with_data=False).messages["queue://Q"]
-    assert [(m.seq, m.data, m.size) for m in msgs] == [(1, None, 6), (2, None, 1)]
-    assert store.read_message("queue://Q", 1) == b"abcdef"
-    store.write([RemoveMessage("queue://Q", 1)])
-    assert store.read_message("queue://Q", 1) is None
 
 
 # ---- PostgreSQL's own -----------------------------------------------------------------------
