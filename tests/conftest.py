@@ -10,6 +10,10 @@ from collections.abc import Callable, Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+from _postgres import pg_url, postgres_server
+
+__all__ = ["pg_url", "postgres_server"]  # fixtures: a real PostgreSQL (tests/_postgres.py)
+
 # CI runs derandomized so a red build is reproducible; locally, random exploration.
 settings.register_profile(
     "ci", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]

@@ -360,9 +360,9 @@ def stored_counts(broker: EmbeddedBroker) -> dict[str, int]:
     try:
         data_dir = getattr(broker, "data_dir", None)
         if data_dir is not None:
-            from ternmq.store.sqlite import SqliteStore
+            from ternmq.store import open_store
 
-            store: Store = SqliteStore(str(data_dir))
+            store: Store = open_store(str(data_dir), batch_scheduling=False)
             try:
                 messages = store.load().messages
             finally:

@@ -3,7 +3,10 @@
 The suite is written once and runs over every transport and store: the ``transport``
 parameter lists them — ``vm`` (embedded broker, in-memory store), ``vm+sqlite`` (embedded
 broker on the durable SQLite store in a fresh data directory), ``tcp`` (a ``ternmq serve``
-process per broker on its SQLite store, reached over a real socket: see ``_tcp.py``) and, for
+process per broker on its SQLite store, reached over a real socket: see ``_tcp.py``),
+``vm+postgres`` (embedded broker on the PostgreSQL store, a fresh database on the session's
+PostgreSQL server, ``tests/_postgres.py``: for the modules in ``POSTGRES_MODULES``, or every
+module with ``TERNMQ_CONFORMANCE_POSTGRES=all``; none with ``=off``) and, for
 the modules marked ``@pytest.mark.also_tls``, ``tls`` (the same server's TLS listener), and
 for those marked ``@pytest.mark.also_failover``, ``failover`` (``failover:(tcp://...)``: the
 automatic-reconnect client over the same server, which must change nothing while the link
@@ -19,6 +22,7 @@ helper functions are in ``_helpers.py``.
 
 from __future__ import annotations
 
+import os
 import pathlib
 import uuid
 from collections.abc import Callable, Iterator
@@ -36,6 +40,14 @@ from ._tcp import ServerBroker, ServerPool, ThreadServerBroker
 
 TRANSPORTS = ["vm", "vm+sqlite", "tcp"]
 NETWORK = ("tcp", "tls", "failover")
+# The modules that also run on the PostgreSQL store by default (the whole suite there takes
+# a few minutes more; TERNMQ_CONFORMANCE_POSTGRES=all runs it all, =off none): restarts and
+# durability, transactions, durable subscriptions, duplicate ids, sequence access (the
+# store-specific paths; about 2 minutes here, the whole suite about 7).
+POSTGRES_MODULES = frozenset(
+    {"test_rel", "test_tx", "test_sub", "test_psf_dedup", "test_sequenced"}
+)
+_POSTGRES = os.environ.get("TERNMQ_CONFORMANCE_POSTGRES", "subset")
 
 
 def _name() -> str:
@@ -62,6 +74,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         tls = metafunc.definition.get_closest_marker("also_tls") is not None
         failover = metafunc.definition.get_closest_marker("also_failover") is not None
         extra = [*(["tls"] if tls else []), *(["failover"] if failover else [])]
+        module = metafunc.module.__name__.rpartition(".")[2]
+        if _POSTGRES == "all" or (_POSTGRES == "subset" and module in POSTGRES_MODULES):
+            extra.append("vm+postgres")
         metafunc.parametrize("transport", [*TRANSPORTS, *extra], indirect=True)
 
 
@@ -113,6 +128,8 @@ def make_broker(
             return server  # type: ignore[return-value]  # duck-types the test-facing part
         if transport == "vm+sqlite" and "store" not in settings and "data_dir" not in settings:
             settings["data_dir"] = str(tmp_path_factory.mktemp("data"))
+        if transport == "vm+postgres" and "store" not in settings and "data_dir" not in settings:
+            settings["data_dir"] = request.getfixturevalue("pg_url")
         b = EmbeddedBroker(_name(), **settings).start()
         started.append(b)
         return b

@@ -52,7 +52,7 @@ from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import ConnectionFactory, Session
 from ternmq.client._admin import stat
 from ternmq.destination import Queue, Topic
-from ternmq.store.sqlite import SqliteStore
+from ternmq.store import open_store
 
 WORKER = pathlib.Path(__file__).with_name("_crash_worker.py")
 KILLS = 20
@@ -87,6 +87,7 @@ class Run:
     data_dir: pathlib.Path
     journal: pathlib.Path
     delay: float = 0.0
+    store: str | None = None  # a store URL the server uses instead of data_dir
 
     def where(self) -> str:
         return (
@@ -102,7 +103,9 @@ class Server:
         AssertionError: it did not print its listening line within ``READY_TIMEOUT``.
     """
 
-    def __init__(self, workdir: pathlib.Path, data_dir: pathlib.Path) -> None:
+    def __init__(
+        self, workdir: pathlib.Path, data_dir: pathlib.Path, store: str | None = None
+    ) -> None:
         config = workdir / "server.toml"
         config.write_text(SERVER_CONFIG, encoding="utf-8")
         self.log_path = workdir / "server.log"
@@ -111,7 +114,7 @@ class Server:
         argv = [*serve, "serve", "--port", "0", "--http-port", "-1", "--config", str(config)]
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                [*argv, "--data-dir", str(data_dir)],
+                [*argv, *(["--data-dir", str(data_dir)] if store is None else ["--store", store])],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -158,15 +161,18 @@ class Server:
             self.kill()
 
 
-def run_and_kill(tmp_path: pathlib.Path, seed: int, *, network: bool = False) -> Run:
-    """Start the worker (and, with ``network``, the server it uses), wait for its ``ready``
-    line, then a random moment; kill the broker (see the module docstring)."""
-    run = Run(seed, tmp_path / "data", tmp_path / "journal.jsonl")
+def run_and_kill(
+    tmp_path: pathlib.Path, seed: int, *, network: bool = False, store: str | None = None
+) -> Run:
+    """Start the worker (and, with ``network``, the server it uses, on ``store`` if given),
+    wait for its ``ready`` line, then a random moment; kill the broker (see the module
+    docstring)."""
+    run = Run(seed, tmp_path / "data", tmp_path / "journal.jsonl", store=store)
     run.delay = random.Random(seed).uniform(0.05, 1.2)
     stderr = tmp_path / "worker.err"
-    server = Server(tmp_path, run.data_dir) if network else None
+    server = Server(tmp_path, run.data_dir, store) if network else None
     try:
-        where = str(run.data_dir) if server is None else server.url
+        where = (store or str(run.data_dir)) if server is None else server.url
         with stderr.open("wb") as err:
             proc = subprocess.Popen(
                 [sys.executable, str(WORKER), where, str(run.journal), str(seed)],
@@ -299,8 +305,9 @@ def drain(url: str) -> tuple[dict[str, list[Got]], list[str]]:
     return got, recovered
 
 
-def drain_embedded(data_dir: pathlib.Path) -> tuple[dict[str, list[Got]], list[str]]:
-    """:func:`drain` with an embedded broker on ``data_dir`` in this process."""
+def drain_embedded(data_dir: pathlib.Path | str) -> tuple[dict[str, list[Got]], list[str]]:
+    """:func:`drain` with an embedded broker on ``data_dir`` (or a store URL) in this
+    process."""
     name = f"crash-verify-{uuid.uuid4().hex[:8]}"
     embedded = EmbeddedBroker(name, str(data_dir), max_delivery_attempts=-1).start()
     try:
@@ -310,11 +317,11 @@ def drain_embedded(data_dir: pathlib.Path) -> tuple[dict[str, list[Got]], list[s
 
 
 def drain_served(
-    workdir: pathlib.Path, data_dir: pathlib.Path
+    workdir: pathlib.Path, data_dir: pathlib.Path, store: str | None = None
 ) -> tuple[dict[str, list[Got]], list[str]]:
-    """:func:`drain` with a new ``ternmq serve`` process on ``data_dir``, which must then
-    stop gracefully (exit status 0)."""
-    server = Server(workdir, data_dir)
+    """:func:`drain` with a new ``ternmq serve`` process on ``data_dir`` (or ``store``),
+    which must then stop gracefully (exit status 0)."""
+    server = Server(workdir, data_dir, store)
     try:
         result = drain(server.url)
     finally:
@@ -493,7 +500,7 @@ def _verify(
         + "\n".join(problems[:25])
     )
     # The verifying restart acknowledged nothing: the store still holds what it delivered.
-    store = SqliteStore(run.data_dir)
+    store = open_store(run.data_dir if run.store is None else run.store, batch_scheduling=False)
     try:
         stored = {k: len(v) for k, v in store.load().messages.items()}
     finally:

@@ -63,7 +63,7 @@ def test_the_sqlite_prefix_names_the_same_store(tmp_path: pathlib.Path) -> None:
         again.close()
 
 
-@pytest.mark.parametrize("url", ["postgresql://db.example/ternmq", "redis://localhost:6379"])
+@pytest.mark.parametrize("url", ["mongodb://db.example/ternmq", "redis://localhost:6379"])
 def test_an_unknown_kind_of_store_raises_jms_exception(url: str) -> None:
     """A URL of a store ternmq does not have is refused, naming the scheme and the URL."""
     scheme = url.partition(":")[0]

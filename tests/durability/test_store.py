@@ -52,6 +52,7 @@ from ternmq.store import (
     SetSinkBatch,
     StagedRecord,
     StoreFullError,
+    open_store,
 )
 from ternmq.store import sqlite as sqlite_store
 from ternmq.store.sqlite import SCHEMA_VERSION, SqliteStore
@@ -188,29 +189,44 @@ def _reopen_after_close(s: SqliteStore, data_dir: pathlib.Path) -> Recovered:
 
 
 def test_load_without_bodies_gives_sizes_and_read_message_the_bytes(
-    store: SqliteStore,
+    opener: Callable[[], Any],
 ) -> None:
     """Paging (PSF-07) recovers an index: ``load(with_data=False)`` leaves ``data`` out but
-    keeps the size; ``read_message`` reads one body back (None once it is gone)."""
-    store.write([add("queue://Q", 1, b"abcdef"), add("queue://Q", 2, b"z")])
-    msgs = store.load(with_data=False).messages["queue://Q"]
-    assert [(m.seq, m.data, m.size) for m in msgs] == [(1, None, 6), (2, None, 1)]
-    assert store.read_message("queue://Q", 1) == b"abcdef"
-    store.write([RemoveMessage("queue://Q", 1)])
-    assert store.read_message("queue://Q", 1) is None
+    keeps the size; ``read_message`` reads one body back (None once it is gone); on SQLite
+    and on PostgreSQL."""
+    store = opener()
+    try:
+        store.write([add("queue://Q", 1, b"abcdef"), add("queue://Q", 2, b"z")])
+        msgs = store.load(with_data=False).messages["queue://Q"]
+        assert [(m.seq, m.data, m.size) for m in msgs] == [(1, None, 6), (2, None, 1)]
+        assert store.read_message("queue://Q", 1) == b"abcdef"
+        store.write([RemoveMessage("queue://Q", 1)])
+        assert store.read_message("queue://Q", 1) is None
+    finally:
+        store.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def opener(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Callable[[], Any]:
+    """Opens a store on the same data at every call: the SQLite store in a fresh directory,
+    or the PostgreSQL store on a fresh database (``tests/_postgres.py``)."""
+    target = (
+        str(tmp_path / "data") if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    )
+    return lambda: open_store(target, batch_scheduling=False)
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_random_histories_load_like_the_memory_store(tmp_path: pathlib.Path, seed: int) -> None:
+def test_random_histories_load_like_the_memory_store(opener: Callable[[], Any], seed: int) -> None:
     """Model check: random batches of every message and subscription op type (removals by
     range too), written through ``submit`` (grouped) and ``write``, load exactly as a
-    ``MemoryStore`` given the same batches -- live and after a reopen. Histories are
-    realistic: sequence numbers are never reused within a destination, counts and removals
-    name live messages (or ones added earlier in the same batch)."""
+    ``MemoryStore`` given the same batches -- live and after a reopen; on SQLite and on
+    PostgreSQL. Histories are realistic: sequence numbers are never reused within a
+    destination, counts and removals name live messages (or ones added earlier in the same
+    batch)."""
     rng = random.Random(seed)
     model = MemoryStore()
-    data_dir = tmp_path / "data"
-    s = SqliteStore(data_dir)
+    s = opener()
     done = Completions()
     s.set_completion(done)
     queues = ["queue://A", "queue://B"]
@@ -277,7 +293,11 @@ def test_random_histories_load_like_the_memory_store(tmp_path: pathlib.Path, see
             assert normalized(s.load()) == normalized(model.load()), f"seed {seed} step {step}"
     assert all(err is None for _, err in done.wait_for(submitted))
     s.close()
-    assert normalized(_reopen(data_dir)) == normalized(model.load()), f"seed {seed}"
+    again = opener()
+    try:
+        assert normalized(again.load()) == normalized(model.load()), f"seed {seed}"
+    finally:
+        again.close()
 
 
 def test_load_orders_messages_by_sequence_number(store: SqliteStore) -> None:

@@ -23,6 +23,7 @@ from ternmq.client import ConnectionFactory
 from ternmq.destination import Queue
 from ternmq.errors import JMSException
 from ternmq.store import AddDuplicateId, AddMessage, MemoryStore, Op, Store
+from ternmq.store.postgres import PostgresStore
 from ternmq.store.sqlite import SCHEMA_VERSION, SqliteStore
 
 DUP = "JMS_TernMQ_DuplicateID"
@@ -36,10 +37,17 @@ def _ids(dest: str, first: int, names: list[str], size: int) -> list[AddDuplicat
     return [AddDuplicateId(dest, n, name, n - size) for n, name in enumerate(names, first)]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[Store]:
-    """A MemoryStore, or a SqliteStore in a fresh directory."""
-    s: Store = MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "data")
+    """A MemoryStore, a SqliteStore in a fresh directory, or a PostgresStore on a fresh
+    database (``tests/_postgres.py``)."""
+    s: Store
+    if request.param == "memory":
+        s = MemoryStore()
+    elif request.param == "sqlite":
+        s = SqliteStore(tmp_path / "data")
+    else:
+        s = PostgresStore(request.getfixturevalue("pg_url"))
     yield s
     s.close()
 

@@ -57,7 +57,7 @@ from ternmq.broker.engine import BrokerConnection
 from ternmq.broker.host import BrokerHost
 from ternmq.errors import JMSException
 from ternmq.protocol import commands as c
-from ternmq.store import Store
+from ternmq.store import Store, describe_store
 
 __all__ = ["EmbeddedBroker", "ReplyWaiter", "get_embedded"]
 
@@ -181,7 +181,7 @@ class EmbeddedBroker(BrokerHost):
                     log.info(
                         "embedded broker %s recovered from %s: %s",
                         self.url,
-                        self.data_dir,
+                        describe_store(self.data_dir),
                         ", ".join(f"{v} {k}" for k, v in broker.recovered.items()),
                     )
             _registry[self.name] = self
@@ -421,7 +421,7 @@ def get_embedded(name: str, *, create: bool = True, data_dir: str | None = None)
                 raise
     if data_dir is not None and broker.data_dir != str(data_dir):
         raise JMSException(
-            f"the embedded broker {name!r} already runs on data_dir={broker.data_dir!r}, "
-            f"not {data_dir!r}"
+            f"the embedded broker {name!r} already runs on "
+            f"{describe_store(broker.data_dir)!r}, not {describe_store(data_dir)!r}"
         )
     return broker

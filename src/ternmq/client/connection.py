@@ -101,7 +101,9 @@ class ConnectionFactory:
             options after ``?``: ``prefetch`` (messages buffered per consumer, default 100,
             0 = pull one at a time), ``client_id`` (an administratively configured id),
             ``data_dir`` (vm only: the embedded broker keeps its state in this directory and
-            recovers it on start), ``block_on_non_persistent_send`` (see the argument);
+            recovers it on start), ``store`` (vm only: the same for any store,
+            ``store=postgresql://USER:PASSWORD@HOST:PORT/DB`` for PostgreSQL),
+            ``block_on_non_persistent_send`` (see the argument);
             tcp and tls: ``heartbeat`` (seconds, default 30, 0 = off),
             ``connect_timeout`` (seconds, default 10); tls only: ``cafile``, ``certfile`` and
             ``keyfile`` (a client certificate), ``verify`` (true/false, default true),
@@ -181,7 +183,9 @@ class ConnectionFactory:
                 opts, "block_on_non_persistent_send", False, url
             )
         self.block_on_non_persistent_send = bool(block_on_non_persistent_send)
-        self.data_dir = opts.get("data_dir") or None
+        if opts.get("store") and opts.get("data_dir"):
+            raise JMSException(f"give store or data_dir in {url!r}, not both")
+        self.data_dir = opts.get("store") or opts.get("data_dir") or None
         self.trusted_modules = frozenset(trusted_modules) if trusted_modules is not None else None
         self.pickle_budget = DEFAULT_BUDGET if pickle_budget is None else pickle_budget
 

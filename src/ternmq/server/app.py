@@ -56,7 +56,7 @@ from ternmq.server.config import Limits, ListenerConfig, ServerConfig, TlsConfig
 from ternmq.server.http import HttpFrontend, build_frontend
 from ternmq.server.logs import LEVELS, log_event, setup_logging
 from ternmq.server.native import NativeConnection
-from ternmq.store import Store
+from ternmq.store import Store, describe_store
 
 __all__ = ["BrokerServer", "ServerThread", "build_parser", "main"]
 
@@ -190,7 +190,7 @@ class BrokerServer(BrokerHost):
             broker = self._start_broker(
                 cfg.broker_config(),
                 self._store,
-                cfg.data_dir,
+                cfg.store_target,
                 fsync=cfg.fsync,
                 fsync_interval=cfg.fsync_interval,
                 authorizer=self.authorizer,
@@ -205,7 +205,7 @@ class BrokerServer(BrokerHost):
             log,
             logging.INFO,
             "recovered",
-            data_dir=cfg.data_dir if self._store is None else None,
+            data_dir=describe_store(cfg.store_target) if self._store is None else None,
             **{k: v for k, v in broker.recovered.items()},
         )
         try:
@@ -729,6 +729,12 @@ def build_parser(prog: str = "ternmq serve") -> argparse.ArgumentParser:
         "free one, -1 turns it off)",
     )
     p.add_argument("--data-dir", metavar="DIR", help="durable store directory (default ./data)")
+    p.add_argument(
+        "--store",
+        metavar="URL",
+        help="the durable store: a directory, sqlite:PATH, or "
+        "postgresql://USER:PASSWORD@HOST:PORT/DB (overrides --data-dir; docs/operations.md)",
+    )
     p.add_argument("--log-level", choices=sorted(LEVELS), help="default info")
     p.add_argument(
         "--cpu-affinity",
@@ -831,6 +837,7 @@ def main(argv: list[str] | None = None) -> int:
             bind=args.bind,
             port=args.port,
             data_dir=args.data_dir,
+            store=args.store,
             log_level=args.log_level,
             cpu_affinity=args.cpu_affinity,
             http_port=args.http_port,

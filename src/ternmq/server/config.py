@@ -1,8 +1,8 @@
 """The network server's settings: frozen dataclasses, loaded from a TOML file.
 
 Every key is documented in ``docs/operations.md``; ``docs/ternmq.example.toml`` shows them all.
-Command-line flags (``--bind``, ``--port``, ``--data-dir``, ``--log-level``) override the
-file: see :meth:`ServerConfig.with_overrides`.
+Command-line flags (``--bind``, ``--port``, ``--data-dir``, ``--store``, ``--log-level``)
+override the file: see :meth:`ServerConfig.with_overrides`.
 """
 
 from __future__ import annotations
@@ -187,6 +187,8 @@ class ServerConfig:
     Attributes:
         listeners: the listening sockets.
         data_dir: directory of the durable store.
+        store: where the durable store is, overriding ``data_dir`` when given: a directory
+            path or ``sqlite:PATH`` (SQLite), or ``postgresql://USER:PASSWORD@HOST:PORT/DB``.
         fsync: ``always`` (every receipt follows an fsync) or ``batch`` (see the store).
         fsync_interval: with ``fsync = "batch"``, seconds between two fsyncs at most.
         limits: per-connection and server-wide bounds.
@@ -206,6 +208,7 @@ class ServerConfig:
 
     listeners: tuple[ListenerConfig, ...] = (ListenerConfig(),)
     data_dir: str = "./data"
+    store: str | None = None
     fsync: Fsync = "always"
     fsync_interval: float = 0.05
     limits: Limits = dataclasses.field(default_factory=Limits)
@@ -232,6 +235,11 @@ class ServerConfig:
             *self.listeners,
             ListenerConfig(bind=bind, port=http.port, tls=http.tls, protocol="http"),
         )
+
+    @property
+    def store_target(self) -> str:
+        """Where the durable store is: ``store`` if given, else ``data_dir``."""
+        return self.data_dir if self.store is None else self.store
 
     @property
     def anonymous_allowed(self) -> bool:
@@ -266,6 +274,7 @@ class ServerConfig:
         bind: str | None = None,
         port: int | None = None,
         data_dir: str | None = None,
+        store: str | None = None,
         log_level: LogLevel | None = None,
         cpu_affinity: tuple[int, ...] | None = None,
         http_port: int | None = None,
@@ -301,7 +310,9 @@ class ServerConfig:
             )
             cfg = dataclasses.replace(cfg, listeners=tuple(listeners))
         if data_dir is not None:
-            cfg = dataclasses.replace(cfg, data_dir=data_dir)
+            cfg = dataclasses.replace(cfg, data_dir=data_dir, store=None)
+        if store is not None:
+            cfg = dataclasses.replace(cfg, store=store)
         if log_level is not None:
             cfg = dataclasses.replace(cfg, log_level=log_level)
         if cpu_affinity is not None:
@@ -313,6 +324,7 @@ class ServerConfig:
 _TOP_KEYS: Final = {
     "listeners",
     "data_dir",
+    "store",
     "fsync",
     "fsync_interval",
     "limits",
@@ -487,6 +499,7 @@ def parse_config(data: Mapping[str, Any]) -> ServerConfig:
         kw["listeners"] = tuple(_parse_listener(item, i) for i, item in enumerate(raw))
     for key, typ in (
         ("data_dir", str),
+        ("store", str),
         ("fsync", Fsync),
         ("fsync_interval", float),
         ("anonymous", bool),

@@ -57,8 +57,11 @@ __all__ = [
     "Store",
     "StoredMessage",
     "StoreFullError",
+    "describe_store",
     "open_store",
 ]
+
+_POSTGRES_SCHEMES = ("postgresql", "postgres")
 
 
 def open_store(
@@ -72,25 +75,49 @@ def open_store(
 
     ``target`` is None for a :class:`MemoryStore` (state lives as long as the process), a
     directory path (or ``sqlite:PATH``) for the embedded SQLite store, which is created on
-    first use. ``fsync`` and ``fsync_interval`` are the SQLite store's durability settings
-    (``store/sqlite.py``); ``batch_scheduling`` runs its writer thread under ``SCHED_BATCH``
-    (``ternmq._sched``).
+    first use, or ``postgresql://USER:PASSWORD@HOST:PORT/DB`` for the PostgreSQL store (its
+    schema is created on first start). ``fsync`` is the durability setting of both
+    (``store/sqlite.py``, ``store/postgres.py``), ``fsync_interval`` SQLite's;
+    ``batch_scheduling`` runs the writer thread under ``SCHED_BATCH`` (``ternmq._sched``).
 
     Raises:
         JMSException: the target names a kind of store ternmq does not have, the directory is
-            in use by another process, or it cannot be opened.
+            in use by another process, the database cannot be reached (the message names its
+            host and the cause), or the store cannot be opened.
     """
     if target is None:
         return MemoryStore()
     text = os.fspath(target)
     scheme, sep, rest = text.partition(":")
+    if sep and scheme.lower() in _POSTGRES_SCHEMES:
+        from ternmq.store.postgres import PostgresStore
+
+        return PostgresStore(text, fsync, batch_scheduling=batch_scheduling)
     if sep and rest.startswith("//") and scheme.isalpha() and len(scheme) > 1:
         raise JMSException(
-            f"no store of kind {scheme!r} ({text}): give a directory for the embedded SQLite "
-            "store, or leave it out for a store in memory"
+            f"no store of kind {scheme!r} ({describe_store(text)}): give a directory (or "
+            "sqlite:PATH) for the embedded SQLite store, postgresql://USER:PASSWORD@HOST:PORT/DB "
+            "for PostgreSQL, or leave it out for a store in memory"
         )
     if scheme == "sqlite" and sep:
         text = rest
     from ternmq.store.sqlite import SqliteStore
 
     return SqliteStore(text, fsync, fsync_interval, batch_scheduling=batch_scheduling)
+
+
+def describe_store(target: str | os.PathLike[str] | None) -> str:
+    """``target`` as logs and messages may show it: a PostgreSQL URL as
+    ``postgresql://HOST:PORT/DB`` (no user, no password), a path as itself, None as
+    ``memory``."""
+    if target is None:
+        return "memory"
+    text = os.fspath(target)
+    scheme, sep, rest = text.partition(":")
+    if sep and scheme.lower() in _POSTGRES_SCHEMES:
+        from ternmq.store.postgres import describe
+
+        return f"postgresql://{describe(text)}"
+    if sep and rest.startswith("//"):
+        return f"{scheme}://{rest[2:].rpartition('@')[2]}"  # no credentials
+    return text

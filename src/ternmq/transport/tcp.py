@@ -844,8 +844,8 @@ def parse_tcp_url(
     for name in opts:
         if name not in known:
             hint = (
-                " (data_dir is a vm:// option: a server has its own --data-dir)"
-                if name == "data_dir"
+                f" ({name} is a vm:// option: a server has its own --{name.replace('_', '-')})"
+                if name in ("data_dir", "store")
                 else ""
             )
             raise JMSException(
