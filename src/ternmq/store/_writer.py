@@ -49,7 +49,7 @@ from ternmq._sched import defer_wakeups
 from ternmq.errors import JMSException
 from ternmq.store._base import AddMessage, CommitTimes, Completion, Op, StoreFullError
 
-__all__ = ["IDLE_EXIT_SECONDS", "Backend", "GroupCommitWriter"]
+__all__ = ["IDLE_EXIT_SECONDS", "Backend", "GroupCommitWriter", "WriterFront"]
 
 log = logging.getLogger("ternmq.store")
 
@@ -357,3 +357,33 @@ def _small(queue: Iterable[tuple[Sequence[Op], int]], max_ops: int, max_bytes: i
             if isinstance(op, AddMessage):
                 size += len(op.data)
     return size <= max_bytes
+
+
+class WriterFront:
+    """The part of the :class:`~ternmq.store.Store` interface a backend store forwards to its
+    :class:`GroupCommitWriter` (``self._writer``): one copy for SQLite and PostgreSQL."""
+
+    _writer: GroupCommitWriter
+
+    @property
+    def batches(self) -> int:
+        """Batches received by :meth:`submit`."""
+        return self._writer.batches
+
+    @property
+    def commit_times(self) -> CommitTimes:
+        """The count and latency of the group commits."""
+        return self._writer.commit_times
+
+    def set_completion(self, callback: Completion) -> None:
+        """Where finished batches are reported, one call per group commit (called on the
+        writer thread, or on the owner's for an owner commit)."""
+        self._writer.set_completion(callback)
+
+    def submit(self, ops: Sequence[Op], token: int) -> None:
+        """Queue a batch for the writer thread; ``token`` comes back in the completion.
+
+        Raises:
+            JMSException: the store is closed.
+        """
+        self._writer.submit(ops, token)

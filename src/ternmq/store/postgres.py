@@ -61,7 +61,6 @@ from ternmq.protocol.commands import StagedSend
 from ternmq.store._base import (
     AddStaged,
     AddSubscription,
-    Completion,
     Op,
     Recovered,
     RemoveDestination,
@@ -74,7 +73,7 @@ from ternmq.store._base import (
     staged_records,
 )
 from ternmq.store._plan import Rows, evictions, plan
-from ternmq.store._writer import GroupCommitWriter
+from ternmq.store._writer import GroupCommitWriter, WriterFront
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore", "StoreUnavailable", "describe"]
 
@@ -180,7 +179,7 @@ def describe(url: str) -> str:
     return f"{host}:{params.get('port') or 5432}/{params.get('dbname') or params.get('user') or ''}"
 
 
-class PostgresStore:
+class PostgresStore(WriterFront):
     """A durable store in a PostgreSQL database (schema created on first start).
 
     Args:
@@ -378,15 +377,6 @@ class PostgresStore:
         return None if row is None else bytes(row[0])
 
     # ---- writing: the Store interface, through the group-commit writer --------------------
-    @property
-    def batches(self) -> int:
-        """Batches received by :meth:`submit`."""
-        return self._writer.batches
-
-    def set_completion(self, callback: Completion) -> None:
-        """Where finished batches are reported, one call per group commit."""
-        self._writer.set_completion(callback)
-
     def write(self, ops: Sequence[Op]) -> None:
         """Apply one batch now, on the calling thread (recovery and tests).
 
@@ -395,14 +385,6 @@ class PostgresStore:
         """
         with self._writer.lock:
             self.apply([ops])
-
-    def submit(self, ops: Sequence[Op], token: int) -> None:
-        """Queue a batch for the writer thread; ``token`` comes back in the completion.
-
-        Raises:
-            JMSException: the store is closed.
-        """
-        self._writer.submit(ops, token)
 
     def set_owner_commits(self, due: Callable[[], None] | None) -> bool:
         """No owner commits: every commit is the writer thread's. Returns False.

@@ -105,8 +105,6 @@ from ternmq.store._base import (
     AddMessage,
     AddStaged,
     AddSubscription,
-    CommitTimes,
-    Completion,
     Op,
     Recovered,
     RemoveDestination,
@@ -121,7 +119,7 @@ from ternmq.store._base import (
     StoreFullError,
     staged_records,
 )
-from ternmq.store._writer import GroupCommitWriter
+from ternmq.store._writer import GroupCommitWriter, WriterFront
 
 __all__ = ["SqliteStore"]
 
@@ -228,7 +226,7 @@ VACUUM_STEPS = 16
 _GROWS = (AddMessage, AddStaged)
 
 
-class SqliteStore:
+class SqliteStore(WriterFront):
     """A durable store in ``data_dir`` (created if missing).
 
     Args:
@@ -461,24 +459,9 @@ class SqliteStore:
 
     # ---- writing: the Store interface, through the group-commit writer --------------------
     @property
-    def batches(self) -> int:
-        """Batches received by :meth:`submit`."""
-        return self._writer.batches
-
-    @property
-    def commit_times(self) -> CommitTimes:
-        """The count and latency of the group commits (store/_writer.py)."""
-        return self._writer.commit_times
-
-    @property
     def inline_commits(self) -> int:
         """Commits made by :meth:`commit_due` on the submitting thread (owner commits)."""
         return self._writer.inline_commits
-
-    def set_completion(self, callback: Completion) -> None:
-        """Where finished batches are reported, one call per group commit (called on the
-        writer thread, or on the owner's for an owner commit)."""
-        self._writer.set_completion(callback)
 
     def write(self, ops: Sequence[Op]) -> None:
         """Apply one batch now, on the calling thread (recovery and tests).
@@ -488,14 +471,6 @@ class SqliteStore:
         """
         with self._db_lock:
             self.apply([ops])
-
-    def submit(self, ops: Sequence[Op], token: int) -> None:
-        """Queue a batch for the writer thread; ``token`` comes back in the completion.
-
-        Raises:
-            JMSException: the store is closed.
-        """
-        self._writer.submit(ops, token)
 
     def set_owner_commits(self, due: Callable[[], None] | None) -> bool:
         """Let the thread that submits batches write small ones itself while the writer is
