@@ -1,0 +1,743 @@
+"""STOMP 1.0-1.2 over TCP or TLS: one :class:`StompConnection` per client socket.
+
+Theory of operation
+-------------------
+A sibling of ``server/native.py`` on the same seams (docs/architecture.md, "The gateway
+seam"): the STOMP connection protocol (CONNECT first, version and heart-beat negotiation,
+frame limits, handshake and read deadlines) is the sans-IO
+:class:`~ternmq.protocol.stomp_connection.StompServerConnection`; the socket, output
+batching, backpressure, admission and closing are
+:class:`~ternmq.server._gateway.GatewayConnection`'s. What is left here is the translation
+between STOMP frames and the engine's commands (``protocol/commands.py``), the same ones the
+native client sends, so the engine knows nothing of STOMP:
+
+=================  =====================================================================
+STOMP              engine requests
+=================  =====================================================================
+CONNECT / STOMP    credentials checked by the host, then ``Connect`` (login, client-id)
+                   and ``CreateSession`` 1 (the connection's sends outside transactions)
+SEND               ``Send`` on session 1, or on the transaction's session
+SUBSCRIBE          ``CreateSession`` n + ``CreateConsumer`` n (one session per
+                   subscription, so that a NACK releases that subscription's messages only)
+UNSUBSCRIBE        ``CloseSession`` n (handed-over, unacknowledged messages counted as
+                   delivered); with a durable name header also ``Unsubscribe``
+ACK                ``Ack`` on the subscription's session, then ``Credit`` (the prefetch
+                   window is the number of unacknowledged messages)
+NACK               ``Release`` with the NACKed deliveries as delivered: the redelivery
+                   policy (delay, ``max_delivery_attempts``, dead-letter queue) applies
+BEGIN              ``CreateSession`` t (transacted)
+COMMIT             ``Commit`` t, then the ACKs and NACKs held for t, then ``CloseSession``
+ABORT              ``Rollback`` t, ``Release`` of the messages ACKed in t, ``CloseSession``
+DISCONNECT         ``Disconnect``
+=================  =====================================================================
+
+Every request carries a ``corr``; its reply comes back through the engine's ordered output
+gate, so a reply means the request took effect, and for a persistent send that it is durable.
+A ``receipt`` is therefore written when the reply of the frame's last request arrives (a frame
+with no request of its own, such as BEGIN, takes its receipt after the last request sent
+before it). An ``Error`` reply becomes an ERROR frame (with the receipt id, if the frame
+asked for one) and the connection closes, as STOMP prescribes.
+
+Deliveries: a ``Deliver`` becomes a MESSAGE frame (``server/_stomp_mapping.py``). For
+``ack:auto`` the message is acknowledged, and its prefetch credit returned, once the frame
+is queued for the socket; while the socket's write buffer is full the credit is held, so a
+consumer that does not read cannot make the server buffer more than its prefetch. For
+``client`` and ``client-individual`` the credit returns on ACK or NACK.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import Final, Literal
+
+from ternmq import __version__
+from ternmq.destination import Destination, TemporaryQueue, TemporaryTopic, destination
+from ternmq.errors import JMSException
+from ternmq.message.codec import decode_message, encode_message
+from ternmq.protocol import commands as c
+from ternmq.protocol.stomp import HEARTBEAT, StompError, StompFrame, StompLimits, encode_frame
+from ternmq.protocol.stomp_connection import (
+    ConnectReceived,
+    State,
+    StompServerConnection,
+    Timeout,
+)
+from ternmq.server._gateway import ConnectionHost, GatewayConnection
+from ternmq.server._stomp_mapping import (
+    jms_destination,
+    message_from_send,
+    message_headers,
+)
+from ternmq.server.logs import log_event
+
+__all__ = ["SHARED_HEADER", "StompConnection"]
+
+log = logging.getLogger("ternmq.server")
+
+#: The SUBSCRIBE header naming a JMS shared subscription (docs/protocols.md).
+SHARED_HEADER: Final = "shared-subscription-name"
+_DURABLE_HEADERS: Final = ("durable-subscription-name", "activemq.subscriptionName")
+DEFAULT_PREFETCH: Final = 100
+_SEND_SESSION: Final = 1
+_STALE_MAX: Final = 4096  # ack ids released by a NACK/ABORT, remembered to ignore late ACKs
+
+AckMode = Literal["auto", "client", "client-individual"]
+_ACK_MODES: Final[tuple[AckMode, ...]] = ("auto", "client", "client-individual")
+_PROCESS_ID: Final = uuid.uuid4().hex[:12]
+
+
+class _Subscription:
+    """One SUBSCRIBE: its own engine session and consumer (both numbered ``sid``)."""
+
+    __slots__ = ("ack", "durable", "id", "sid", "unacked")
+
+    def __init__(self, sub_id: str, sid: int, ack: AckMode, durable: str | None) -> None:
+        self.id = sub_id
+        self.sid = sid
+        self.ack = ack
+        self.durable = durable
+        # ack id -> delivery id of the messages handed over and not yet ACKed or NACKed,
+        # in delivery order (dicts keep insertion order: "client" ACK is cumulative).
+        self.unacked: dict[str, int] = {}
+
+
+class _Transaction:
+    """A STOMP transaction: a transacted engine session for its sends, and the ACKs and
+    NACKs held until COMMIT (they touch the subscriptions' own sessions)."""
+
+    __slots__ = ("acks", "nacks", "sid")
+
+    def __init__(self, sid: int) -> None:
+        self.sid = sid
+        self.acks: list[tuple[_Subscription, list[int]]] = []
+        self.nacks: list[tuple[_Subscription, list[int]]] = []
+
+
+class StompConnection(GatewayConnection):
+    """One client socket speaking STOMP.
+
+    Args:
+        host: the server that owns the broker.
+        scheme: ``tcp`` or ``tls`` (for logs).
+    """
+
+    def __init__(self, host: ConnectionHost, scheme: str) -> None:
+        super().__init__(host, scheme)
+        limits = self.limits
+        self.wire = StompServerConnection(
+            self.last_sent,
+            limits=StompLimits(
+                max_frame=limits.stomp_max_frame,
+                max_headers=limits.stomp_max_headers,
+                max_header_length=limits.stomp_max_header_length,
+                max_body=limits.stomp_max_body,
+                max_handshake_frame=min(8192, limits.max_handshake_frame),
+            ),
+            handshake_timeout=limits.handshake_timeout,
+            frame_timeout=limits.frame_timeout,
+            heartbeat=limits.heartbeat,
+        )
+        self._corrs = itertools.count(1)
+        self._ids = itertools.count(2)  # engine session/consumer numbers (1: sends)
+        self._msg_ids = itertools.count(1)
+        self._pending: dict[int, list[str]] = {}  # corr -> receipts to write on its reply
+        self._last_corr = 0
+        self._close_on_corr: int | None = None
+        self._subs: dict[str, _Subscription] = {}
+        self._by_sid: dict[int, _Subscription] = {}
+        self._by_msg_id: dict[str, tuple[_Subscription, str]] = {}  # 1.0/1.1 ACK by message-id
+        self._stale: dict[str, None] = {}
+        self._txs: dict[str, _Transaction] = {}
+        self._temps: dict[str, str] = {}  # "/temp-queue/NAME" -> "temp-queue://..."
+        self._settle: dict[int, list[int]] = {}  # auto-ack deliveries, by session
+        self._settle_scheduled = False
+        self._held_credit: dict[int, int] = {}  # credit withheld while writing is paused
+        self._persistent_default = False
+        self._inflight = 0
+        self._max_inflight = limits.max_inflight_requests
+
+    @property
+    def state(self) -> State:
+        """Where the connection is in its life (the wire object's state)."""
+        return self.wire.state
+
+    # ---- input ----------------------------------------------------------------------------
+    def data_received(self, data: bytes) -> None:
+        """Octets from the client: frames become engine requests, in order."""
+        wire = self.wire
+        if wire.state is State.CLOSED:
+            return
+        try:
+            events = wire.receive_data(data, self.loop.time())
+        except StompError as exc:
+            self.fail(str(exc))
+            return
+        if events:
+            self._on_events(events)
+            self.host.rearm()
+
+    def _on_events(self, events: Sequence[object]) -> None:
+        for ev in events:
+            if self.wire.state is State.CLOSED:
+                return
+            if isinstance(ev, ConnectReceived):
+                frame = ev.frame
+                self._check_credentials(
+                    frame.get("login"),
+                    frame.get("passcode"),
+                    functools.partial(self._auth_finished, frame),
+                )
+            elif isinstance(ev, StompFrame):
+                self._frame(ev)
+
+    def _frame(self, frame: StompFrame) -> None:
+        """One frame of an OPEN connection."""
+        handler = _HANDLERS.get(frame.command)
+        if handler is None:
+            self.fail(f"{frame.command} is not a frame a client sends once connected")
+            return
+        try:
+            handler(self, frame)
+        except JMSException as exc:
+            self.fail(str(exc), receipt=frame.get("receipt"))
+
+    # ---- requests and replies -------------------------------------------------------------
+    def _request(self, req: c.Request, receipt: str | None = None) -> None:
+        """Hand ``req`` (whose ``corr`` came from :meth:`_corr`) to the broker."""
+        broker = self.host.broker
+        conn = self.conn
+        if broker is None or conn is None:
+            return
+        corr = req.corr
+        self._pending[corr] = [receipt] if receipt is not None else []
+        self._last_corr = corr
+        self._inflight += 1
+        if self._inflight >= self._max_inflight:
+            self._pause("inflight")
+        store = self.host.owner_store
+        batches = 0 if store is None else store.batches
+        try:
+            broker.handle(conn, req)
+        except Exception as exc:  # a bug in the engine: this connection only pays for it
+            log.exception("event=internal_error peer=%s request=%s", self.peer, type(req).__name__)
+            self.fail(f"internal error handling {type(req).__name__}: {type(exc).__name__}")
+            return
+        if store is not None and store.batches != batches:
+            self.host.due_awaited = True
+
+    def _corr(self) -> int:
+        return next(self._corrs)
+
+    def _receipt(self, frame: StompFrame) -> None:
+        """Write ``frame``'s receipt once every request sent before it is answered."""
+        receipt = frame.get("receipt")
+        if receipt is None:
+            return
+        waiting = self._pending.get(self._last_corr)
+        if waiting is not None:
+            waiting.append(receipt)
+        else:
+            self._write(encode_frame("RECEIPT", [("receipt-id", receipt)], version=self._version))
+
+    @property
+    def _version(self) -> str:
+        return self.wire.version
+
+    def _emit(self, cmd: c.Command) -> None:
+        """The engine's output callback: never calls back into the engine."""
+        if self.wire.state is State.CLOSED:
+            return
+        t = type(cmd)
+        if t is c.Deliver:
+            self._deliver(cmd)  # type: ignore[arg-type]
+            return
+        if t is c.ConnectionFailed:
+            self.fail(cmd.message)  # type: ignore[union-attr]
+            return
+        if t is c.SendFailed:
+            self.fail(cmd.message)  # type: ignore[union-attr]
+            return
+        corr: int = cmd.corr  # type: ignore[union-attr]
+        receipts = self._pending.pop(corr, [])
+        self._inflight -= 1
+        if "inflight" in self._paused and self._inflight <= self._max_inflight // 2:
+            self._resume("inflight")
+        if t is c.Error:
+            self.fail(cmd.message, receipt=receipts[0] if receipts else None)  # type: ignore[union-attr]
+            return
+        if t is c.Connected:
+            self._write(
+                self.wire.connected_frame(
+                    cmd.connection_id,  # type: ignore[union-attr]
+                    server=f"ternmq/{__version__}",
+                )
+            )
+        for receipt in receipts:
+            self._write(encode_frame("RECEIPT", [("receipt-id", receipt)], version=self._version))
+        if self._close_on_corr == corr:
+            self.close("disconnected")
+
+    def _deliver(self, d: c.Deliver) -> None:
+        sub = self._by_sid.get(d.consumer_id)
+        if sub is None:
+            return  # unsubscribed meanwhile: the engine took it back
+        msg = decode_message(d.message)
+        ack_id: str | None = None
+        if sub.ack != "auto":
+            ack_id = str(d.delivery_id)
+            sub.unacked[ack_id] = d.delivery_id
+            if msg._message_id:
+                self._by_msg_id[msg._message_id] = (sub, ack_id)
+        headers, body = message_headers(
+            msg, subscription=sub.id, ack=ack_id, delivery_count=d.delivery_count
+        )
+        self._write(encode_frame("MESSAGE", headers, body, version=self._version))
+        if sub.ack == "auto":
+            ids = self._settle.setdefault(sub.sid, [])
+            ids.append(d.delivery_id)
+            if not self._settle_scheduled:
+                self._settle_scheduled = True
+                self.loop.call_soon(self._settle_auto)
+
+    def _settle_auto(self) -> None:
+        """Acknowledge the auto-ack deliveries written since the last call; their credit
+        returns at once unless the socket's write buffer is full."""
+        self._settle_scheduled = False
+        settle, self._settle = self._settle, {}
+        if self.wire.state is not State.OPEN:
+            return
+        for sid, ids in settle.items():
+            if sid not in self._by_sid:
+                continue
+            self._request(c.Ack(corr=self._corr(), session_id=sid, delivery_ids=ids))
+            self._credit(sid, len(ids))
+        self.host.rearm()
+
+    def _credit(self, sid: int, n: int) -> None:
+        if "write" in self._paused:
+            self._held_credit[sid] = self._held_credit.get(sid, 0) + n
+            return
+        self._request(c.Credit(corr=self._corr(), consumer_id=sid, messages=n))
+
+    def resume_writing(self) -> None:
+        """The socket drained: return the credit held back while it was full."""
+        super().resume_writing()
+        held, self._held_credit = self._held_credit, {}
+        if self.wire.state is State.OPEN:
+            for sid, n in held.items():
+                if sid in self._by_sid:
+                    self._request(c.Credit(corr=self._corr(), consumer_id=sid, messages=n))
+            self.host.rearm()
+
+    # ---- CONNECT --------------------------------------------------------------------------
+    def _auth_finished(self, frame: StompFrame, error: str | None) -> None:
+        wire = self.wire
+        if wire.state is not State.AUTH:
+            return  # closed meanwhile
+        login = frame.get("login")
+        if error is not None:
+            log_event(log, logging.WARNING, "auth_failed", peer=self.peer, user=login, reason=error)
+            wire.refuse()
+            self._write(wire.error_frame(error, detail="check the login and passcode headers"))
+            self._shut("authentication failed", drop=False)
+            return
+        broker = self.host.broker
+        if broker is None:
+            return
+        wire.accept()
+        self._cancel_handshake_timer()
+        self._opened()
+        self.conn = broker.connect(self._emit)
+        self.user = self.host.principal(login)
+        client_id = frame.get("client-id")
+        self._request(c.Connect(corr=self._corr(), user=self.user, client_id=client_id))
+        self._request(c.CreateSession(corr=self._corr(), session_id=_SEND_SESSION))
+        if self.wire.state is not State.OPEN:
+            self.host.rearm()
+            return
+        log_event(
+            log,
+            logging.INFO,
+            "connection_open",
+            peer=self.peer,
+            conn=self._conn_id,
+            user=self.user,
+            client_id=client_id,
+            listener=self.scheme,
+            protocol="stomp",
+            version=wire.version,
+        )
+        self._resume("auth")
+        try:
+            held = wire.take_held()
+        except StompError as exc:
+            self.fail(str(exc))
+            return
+        for ev in held:
+            if self.wire.state is not State.OPEN:
+                break
+            if isinstance(ev, StompFrame):
+                self._frame(ev)
+        self.host.rearm()
+
+    # ---- destinations ---------------------------------------------------------------------
+    def _resolve(self, text: str) -> Destination:
+        """A STOMP destination as a JMS one; ``/temp-queue/NAME`` and ``/temp-topic/NAME``
+        name a temporary destination of this connection (created on first use), unless NAME
+        is one the broker already has (a ``reply-to`` of another connection)."""
+        if text.startswith("/temp-"):
+            known = self._temps.get(text)
+            if known is not None:
+                return destination(known)
+            jms = destination(jms_destination(text))
+            broker = self.host.broker
+            if broker is not None and (jms in broker.queues or jms in broker.topics):
+                return jms
+            assert self.conn is not None
+            name = f"{self.conn.id.removeprefix('ID:')}.{jms.name}"
+            topic = jms.is_topic
+            made: Destination = TemporaryTopic(name) if topic else TemporaryQueue(name)
+            self._temps[text] = str(made)
+            self._request(c.CreateTemporary(corr=self._corr(), topic=topic, name=name))
+            return made
+        return destination(jms_destination(text))
+
+    # ---- frames ---------------------------------------------------------------------------
+    def _on_send(self, frame: StompFrame) -> None:
+        conn = self.conn
+        broker = self.host.broker
+        if conn is None or broker is None:
+            return
+        tx = self._transaction(frame)
+        msg = message_from_send(
+            frame.headers,
+            frame.body,
+            now_ms=broker.clock.now_ms(),
+            message_id=f"ID:{_PROCESS_ID}-{conn.id.removeprefix('ID:')}-{next(self._msg_ids)}",
+            resolve=self._resolve,
+            persistent_default=self._persistent_default,
+        )
+        assert msg._destination is not None
+        group = msg._properties.get("JMSXGroupID")
+        seq = msg._properties.get("JMSXGroupSeq", 0)
+        req = c.Send(
+            corr=self._corr(),
+            session_id=tx.sid if tx is not None else _SEND_SESSION,
+            destination=str(msg._destination),
+            message=encode_message(msg),
+            persistent=msg._delivery_mode == 2,
+            priority=msg._priority,
+            expiration=msg._expiration,
+            delivery_time=msg._delivery_time,
+            group_id=group if isinstance(group, str) else None,
+            group_seq=seq if isinstance(seq, int) and not isinstance(seq, bool) else 0,
+        )
+        self._request(req, frame.get("receipt"))
+
+    def _on_subscribe(self, frame: StompFrame) -> None:
+        sub_id = frame.get("id")
+        if sub_id is None:
+            if self._version != "1.0":
+                raise JMSException("SUBSCRIBE needs an id header (any string unique here)")
+            sub_id = frame.get("destination") or ""
+        if sub_id in self._subs:
+            raise JMSException(f"subscription id {sub_id!r} is in use: choose another id")
+        dest_text = frame.get("destination")
+        if dest_text is None:
+            raise JMSException("SUBSCRIBE needs a destination header, e.g. /queue/NAME")
+        ack = frame.get("ack", "auto")
+        if ack not in _ACK_MODES:
+            raise JMSException(f"ack:{ack} is not auto, client or client-individual")
+        dest = self._resolve(dest_text)
+        durable = next((v for h in _DURABLE_HEADERS if (v := frame.get(h))), None)
+        shared = frame.get(SHARED_HEADER)
+        kind: c.SubscriptionKind = "none"
+        name: str | None = None
+        if shared and durable:
+            if shared != durable:
+                raise JMSException(
+                    f"{SHARED_HEADER}:{shared} and a durable name {durable!r} differ: give "
+                    "the same name to both for a shared durable subscription"
+                )
+            kind, name = "shared_durable", shared
+        elif shared:
+            kind, name = "shared", shared
+        elif durable:
+            kind, name = "durable", durable
+        if kind != "none" and not dest.is_topic:
+            raise JMSException(
+                f"{dest_text} is a queue: durable and shared subscriptions need a /topic/"
+            )
+        prefetch_text = frame.get("activemq.prefetchSize")
+        prefetch = DEFAULT_PREFETCH
+        if prefetch_text is not None:
+            try:
+                prefetch = int(prefetch_text)
+            except ValueError:
+                prefetch = -1
+            if prefetch < 1:
+                raise JMSException(
+                    f"activemq.prefetchSize:{prefetch_text} must be a positive integer"
+                )
+        sid = next(self._ids)
+        sub = _Subscription(sub_id, sid, ack, name if kind in ("durable", "shared_durable") else None)  # type: ignore[arg-type]
+        self._subs[sub_id] = sub
+        self._by_sid[sid] = sub
+        self._request(c.CreateSession(corr=self._corr(), session_id=sid))
+        self._request(
+            c.CreateConsumer(
+                corr=self._corr(),
+                session_id=sid,
+                consumer_id=sid,
+                destination=str(dest),
+                selector=frame.get("selector") or None,
+                kind=kind,
+                subscription=name,
+                prefetch=prefetch,
+            ),
+            frame.get("receipt"),
+        )
+
+    def _on_unsubscribe(self, frame: StompFrame) -> None:
+        sub_id = frame.get("id") or (frame.get("destination") if self._version == "1.0" else None)
+        durable = next((v for h in _DURABLE_HEADERS if (v := frame.get(h))), None)
+        sub = self._subs.pop(sub_id, None) if sub_id is not None else None
+        if sub is None and durable is None:
+            raise JMSException(
+                f"no subscription with id {sub_id!r} on this connection: UNSUBSCRIBE names "
+                "the id of an earlier SUBSCRIBE"
+            )
+        if sub is not None:
+            del self._by_sid[sub.sid]
+            self._forget(sub)
+            self._request(
+                c.CloseSession(
+                    corr=self._corr(), session_id=sub.sid, delivered=list(sub.unacked.values())
+                )
+            )
+        if durable is not None:
+            self._request(c.Unsubscribe(corr=self._corr(), session_id=_SEND_SESSION, name=durable))
+        self._receipt(frame)
+
+    def _forget(self, sub: _Subscription) -> None:
+        """Drop ``sub``'s outstanding ack ids (released by the engine): a late ACK of one is
+        ignored rather than an error."""
+        for ack_id in sub.unacked:
+            self._stale[ack_id] = None
+        sub.unacked.clear()
+        while len(self._stale) > _STALE_MAX:
+            del self._stale[next(iter(self._stale))]
+
+    def _acked(self, frame: StompFrame) -> tuple[_Subscription, list[int]] | None:
+        """The subscription and deliveries an ACK or NACK settles (cumulative for
+        ``ack:client``), removed from the unacknowledged; None for an id released before."""
+        ack_id = frame.get("id")
+        sub: _Subscription | None = None
+        if ack_id is None:
+            msg_id = frame.get("message-id")
+            if msg_id is None:
+                raise JMSException(f"{frame.command} needs an id header (the MESSAGE's ack)")
+            found = self._by_msg_id.pop(msg_id, None)
+            if found is None:
+                if msg_id in self._stale:
+                    return None
+                raise JMSException(f"no message {msg_id!r} awaits acknowledgement here")
+            sub, ack_id = found
+        else:
+            sub = next((s for s in self._subs.values() if ack_id in s.unacked), None)
+        if sub is None:
+            if ack_id in self._stale:
+                return None
+            raise JMSException(
+                f"no message with ack id {ack_id!r} awaits acknowledgement on this "
+                "connection: ACK or NACK the ack header of a MESSAGE of an ack:client or "
+                "ack:client-individual subscription, once"
+            )
+        if sub.ack == "client":
+            ids: list[int] = []
+            for key in list(sub.unacked):
+                ids.append(sub.unacked.pop(key))
+                if key == ack_id:
+                    break
+        else:
+            ids = [sub.unacked.pop(ack_id)]
+        return sub, ids
+
+    def _on_ack(self, frame: StompFrame) -> None:
+        tx = self._transaction(frame)
+        settled = self._acked(frame)
+        if settled is not None:
+            sub, ids = settled
+            if tx is not None:
+                tx.acks.append((sub, ids))
+            else:
+                self._request(c.Ack(corr=self._corr(), session_id=sub.sid, delivery_ids=ids))
+                self._credit(sub.sid, len(ids))
+        self._receipt(frame)
+
+    def _on_nack(self, frame: StompFrame) -> None:
+        tx = self._transaction(frame)
+        settled = self._acked(frame)
+        if settled is not None:
+            sub, ids = settled
+            if tx is not None:
+                tx.nacks.append((sub, ids))
+            else:
+                self._release(sub, ids)
+        self._receipt(frame)
+
+    def _release(self, sub: _Subscription, ids: list[int]) -> None:
+        """Give ``ids`` back counted (the redelivery policy applies); the engine returns the
+        subscription's other outstanding deliveries with them, uncounted."""
+        self._forget(sub)
+        self._request(c.Release(corr=self._corr(), session_id=sub.sid, delivered=ids))
+        self._credit(sub.sid, len(ids))
+
+    def _transaction(self, frame: StompFrame) -> _Transaction | None:
+        name = frame.get("transaction")
+        if name is None:
+            return None
+        tx = self._txs.get(name)
+        if tx is None:
+            raise JMSException(f"no transaction {name!r} is open: BEGIN it first")
+        return tx
+
+    def _on_begin(self, frame: StompFrame) -> None:
+        name = frame.get("transaction")
+        if not name:
+            raise JMSException("BEGIN needs a transaction header (a name for it)")
+        if name in self._txs:
+            raise JMSException(f"transaction {name!r} is already open: COMMIT or ABORT it")
+        tx = _Transaction(next(self._ids))
+        self._txs[name] = tx
+        self._request(c.CreateSession(corr=self._corr(), session_id=tx.sid, transacted=True))
+        self._receipt(frame)
+
+    def _end(self, frame: StompFrame) -> _Transaction:
+        name = frame.get("transaction")
+        tx = self._txs.pop(name, None) if name else None
+        if tx is None:
+            raise JMSException(
+                f"{frame.command} names no open transaction ({name!r}): BEGIN one first"
+            )
+        return tx
+
+    def _on_commit(self, frame: StompFrame) -> None:
+        tx = self._end(frame)
+        self._request(c.Commit(corr=self._corr(), session_id=tx.sid))
+        for sub, ids in tx.acks:
+            if sub.sid in self._by_sid:
+                self._request(c.Ack(corr=self._corr(), session_id=sub.sid, delivery_ids=ids))
+                self._credit(sub.sid, len(ids))
+        for sub, ids in tx.nacks:
+            if sub.sid in self._by_sid:
+                self._release(sub, ids)
+        self._request(c.CloseSession(corr=self._corr(), session_id=tx.sid))
+        self._receipt(frame)
+
+    def _on_abort(self, frame: StompFrame) -> None:
+        tx = self._end(frame)
+        self._request(c.Rollback(corr=self._corr(), session_id=tx.sid))
+        for sub, ids in tx.acks + tx.nacks:
+            if sub.sid in self._by_sid:
+                self._release(sub, ids)
+        self._request(c.CloseSession(corr=self._corr(), session_id=tx.sid))
+        self._receipt(frame)
+
+    def _on_disconnect(self, frame: StompFrame) -> None:
+        corr = self._corr()
+        self._close_on_corr = corr
+        self._request(c.Disconnect(corr=corr), frame.get("receipt"))
+
+    # ---- timers ---------------------------------------------------------------------------
+    def check_timers(self, now: float) -> None:
+        """The server's sweep: send a heart-beat, close a dead peer or an expired handshake."""
+        wire = self.wire
+        action = wire.check_timers(now, self.last_sent)
+        if action is None:
+            return
+        if action is Timeout.HEARTBEAT:
+            self._write(b"\n")
+            self.last_sent = now
+        elif action is Timeout.PEER_DEAD:
+            log_event(
+                log,
+                logging.WARNING,
+                "heartbeat_timeout",
+                peer=self.peer,
+                conn=self._conn_id,
+                user=self.user,
+            )
+            self.close("heartbeat timeout", drop=True)
+        elif action is Timeout.FRAME:
+            self.fail("a frame took longer than frame_timeout to arrive: send whole frames")
+        else:
+            self._handshake_expired()
+
+    def _handshake_expired(self) -> None:
+        if self.wire.state not in (State.CONNECT, State.AUTH):
+            return
+        log_event(log, logging.WARNING, "handshake_timeout", peer=self.peer, protocol="stomp")
+        self._write(
+            self.wire.error_frame(
+                "no CONNECT within handshake_timeout", detail="send CONNECT first, at once"
+            )
+        )
+        self.close("handshake timeout", drop=True)
+
+    # ---- closing --------------------------------------------------------------------------
+    def _mark_closed(self) -> bool:
+        wire = self.wire
+        if wire.state is State.CLOSED:
+            return False
+        wire.close()
+        return True
+
+    def fail(self, problem: str, *, receipt: str | None = None) -> None:
+        """Report ``problem`` to the peer (one ERROR frame) and close."""
+        wire = self.wire
+        if wire.state is State.CLOSED:
+            return
+        log_event(
+            log,
+            logging.WARNING,
+            "protocol_error",
+            peer=self.peer,
+            conn=self._conn_id,
+            user=self.user,
+            protocol="stomp",
+            state=wire.state.value,
+            problem=problem,
+        )
+        self._write(wire.error_frame(problem, receipt_id=receipt))
+        self.close("protocol error", drop=True)
+
+
+_HANDLERS: Final = {
+    "SEND": StompConnection._on_send,
+    "SUBSCRIBE": StompConnection._on_subscribe,
+    "UNSUBSCRIBE": StompConnection._on_unsubscribe,
+    "ACK": StompConnection._on_ack,
+    "NACK": StompConnection._on_nack,
+    "BEGIN": StompConnection._on_begin,
+    "COMMIT": StompConnection._on_commit,
+    "ABORT": StompConnection._on_abort,
+    "DISCONNECT": StompConnection._on_disconnect,
+}
+
+
+def is_stomp_start(data: bytes) -> bool | None:
+    """Whether the first octets of a connection are STOMP (``CONNECT``, ``STOMP``, or EOLs
+    before them); None while too few octets have arrived to tell."""
+    head = data.lstrip(b"\r\n")
+    if not head:
+        return None if len(data) < 16 else False
+    for word in (b"CONNECT", b"STOMP"):
+        n = min(len(head), len(word))
+        if head[:n] == word[:n]:
+            return True if n == len(word) else None
+    return False
