@@ -1,0 +1,447 @@
+"""The STOMP 1.0, 1.1 and 1.2 wire format, sans-IO: bytes in, frames out; frames in, bytes out.
+
+Theory of operation
+-------------------
+A STOMP frame is a command line, header lines ``name:value``, an empty line, a body, and a
+NUL octet (STOMP 1.2 "Augmented BNF")::
+
+    COMMAND EOL *(header EOL) EOL *OCTET NUL *(EOL)
+
+EOL is LF or CR LF (1.2 allows CR LF; this parser accepts it in every version, as the
+usual brokers do). A bare EOL between frames is a heart-beat: :meth:`StompParser.feed`
+returns :data:`HEARTBEAT` for each one, so the connection can note that the peer is alive.
+
+Headers keep their wire order and repetitions; :meth:`StompFrame.get` answers with the
+first occurrence (1.2: "only the first header entry SHOULD be used"). A header line splits at
+its first colon, so a value may hold colons. From 1.1 on, names and values are escaped
+(``\\\\`` ``\\n`` ``\\c``, and ``\\r`` in 1.2) except in CONNECT, STOMP and CONNECTED frames; an
+undefined escape is an error. The parser unescapes per :attr:`StompParser.version`, which
+the connection sets once the version is negotiated ("1.0" until then: no unescaping).
+
+The body ends after exactly ``content-length`` octets (which must then be followed by NUL),
+or without that header at the first NUL. Limits (:class:`StompLimits`) are checked while the
+bytes are buffered, not once a frame completes: a peer cannot make the parser hold more than
+:attr:`StompParser.frame_limit` octets of one frame (``max_handshake_frame`` until the
+connection is accepted), nor send a frame with more headers, longer header lines, or a
+larger body than allowed. Any malformed or oversized input raises :class:`StompError`,
+whose message says what was wrong; the connection must then be closed.
+
+Speed: :meth:`StompParser.feed` works on one ``bytearray`` with ``find``; there is no Python
+loop per octet, only per frame and per header line. Scans resume where the previous chunk
+left off, so a frame trickling in byte by byte costs linear, not quadratic, time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+from collections.abc import Iterable
+from typing import Final, Literal
+
+from ternmq.protocol.frames import ProtocolError
+
+__all__ = [
+    "CLIENT_COMMANDS",
+    "COMMANDS",
+    "HEARTBEAT",
+    "SERVER_COMMANDS",
+    "VERSIONS",
+    "Heartbeat",
+    "StompError",
+    "StompFrame",
+    "StompLimits",
+    "StompParser",
+    "encode_frame",
+]
+
+VERSIONS: Final = ("1.0", "1.1", "1.2")
+
+CLIENT_COMMANDS: Final = frozenset(
+    {
+        "CONNECT",
+        "STOMP",
+        "SEND",
+        "SUBSCRIBE",
+        "UNSUBSCRIBE",
+        "ACK",
+        "NACK",
+        "BEGIN",
+        "COMMIT",
+        "ABORT",
+        "DISCONNECT",
+    }
+)
+SERVER_COMMANDS: Final = frozenset({"CONNECTED", "MESSAGE", "RECEIPT", "ERROR"})
+COMMANDS: Final = CLIENT_COMMANDS | SERVER_COMMANDS
+
+# Frames whose headers are never escaped (STOMP 1.2 "Value Encoding").
+_RAW_COMMANDS: Final = frozenset({"CONNECT", "STOMP", "CONNECTED"})
+
+
+class Heartbeat(enum.Enum):
+    """The type of :data:`HEARTBEAT` (an enum so that ``is HEARTBEAT`` narrows types)."""
+
+    HEARTBEAT = "heartbeat"
+
+
+HEARTBEAT: Final = Heartbeat.HEARTBEAT
+"""What :meth:`StompParser.feed` returns for a bare EOL between frames."""
+
+
+class StompError(ProtocolError):
+    """Malformed or oversized STOMP input (or a frame that cannot be encoded); ``args[0]``
+    says what is wrong. The connection that sent it must be closed."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StompLimits:
+    """The bounds on what one peer may send (octets unless said otherwise).
+
+    Attributes:
+        max_frame: a whole frame: command, headers, body and NUL.
+        max_headers: header lines in one frame.
+        max_header_length: one header line (name, colon and value), before unescaping.
+        max_body: one body.
+        max_handshake_frame: a whole frame until the connection is accepted.
+    """
+
+    max_frame: int = 1_048_576 + 65_536
+    max_headers: int = 64
+    max_header_length: int = 8192
+    max_body: int = 1_048_576
+    max_handshake_frame: int = 8192
+
+
+@dataclasses.dataclass(slots=True)
+class StompFrame:
+    """One STOMP frame.
+
+    Attributes:
+        command: as on the wire, e.g. ``"SEND"``.
+        headers: ``(name, value)`` in wire order, unescaped; repeated names are kept.
+        body: the octets between the empty line and the NUL.
+    """
+
+    command: str
+    headers: list[tuple[str, str]]
+    body: bytes = b""
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        """The value of the first header called ``name`` (STOMP 1.2: the first wins), or
+        ``default``."""
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return default
+
+
+# ---- escaping ------------------------------------------------------------------------------
+_ESCAPE_11: Final = str.maketrans({"\\": "\\\\", "\n": "\\n", ":": "\\c"})
+_ESCAPE_12: Final = str.maketrans({"\\": "\\\\", "\n": "\\n", ":": "\\c", "\r": "\\r"})
+_UNESCAPE_11: Final = {"\\": "\\", "n": "\n", "c": ":"}
+_UNESCAPE_12: Final = {**_UNESCAPE_11, "r": "\r"}
+_ESCAPE_SEQ: Final = re.compile(r"\\(.?)", re.DOTALL)
+
+
+def _unescape(text: str, table: dict[str, str], version: str) -> str:
+    """``text`` with its escape sequences replaced.
+
+    Raises:
+        StompError: an escape sequence that ``version`` does not define.
+    """
+
+    def one(match: re.Match[str]) -> str:
+        char = match.group(1)
+        try:
+            return table[char]
+        except KeyError:
+            raise StompError(
+                f"undefined escape sequence {match.group(0)!r} in a STOMP {version} header: "
+                "escape a backslash as \\\\, a newline as \\n, a colon as \\c"
+                + (", a carriage return as \\r" if version == "1.2" else "")
+            ) from None
+
+    return _ESCAPE_SEQ.sub(one, text)
+
+
+def encode_frame(
+    command: str,
+    headers: Iterable[tuple[str, str]],
+    body: bytes = b"",
+    version: str = "1.2",
+    *,
+    content_length: bool = True,
+) -> bytes:
+    """One frame as octets, NUL-terminated, its headers escaped per ``version`` (none in
+    1.0 and in CONNECT, STOMP and CONNECTED frames).
+
+    With ``content_length`` (the default) a non-empty body gets a ``content-length`` header
+    unless ``headers`` has one, so a body may hold NUL octets.
+
+    Raises:
+        StompError: a header that cannot be sent unescaped (a newline in 1.0 or a
+            CONNECTED frame, a colon in a name, a carriage return at the end of a value).
+    """
+    pairs = list(headers)
+    if content_length and body and not any(k == "content-length" for k, _ in pairs):
+        pairs.append(("content-length", str(len(body))))
+    if version == "1.0" or command in _RAW_COMMANDS:
+        for name, value in pairs:
+            if "\n" in name or "\n" in value or ":" in name or name.endswith("\r"):
+                raise StompError(
+                    f"header {name!r} cannot be sent in a STOMP {version} {command} frame "
+                    "(no escaping there): remove newlines, and colons from the name"
+                )
+            if value.endswith("\r"):
+                raise StompError(
+                    f"header {name!r} ends with a carriage return, which a STOMP {version} "
+                    f"{command} frame cannot carry unescaped: remove it"
+                )
+        lines = [f"{name}:{value}" for name, value in pairs]
+    else:
+        table = _ESCAPE_12 if version == "1.2" else _ESCAPE_11
+        if version == "1.1":
+            for name, value in pairs:
+                if value.endswith("\r") or name.endswith("\r"):
+                    raise StompError(
+                        f"header {name!r} ends with a carriage return, which STOMP 1.1 cannot "
+                        "escape: remove it"
+                    )
+        lines = [f"{name.translate(table)}:{value.translate(table)}" for name, value in pairs]
+    head = "\n".join([command, *lines]).encode("utf-8")
+    return b"".join((head, b"\n\n", body, b"\x00"))
+
+
+# ---- parsing -------------------------------------------------------------------------------
+class StompParser:
+    """Split a byte stream into STOMP frames and heart-beats.
+
+    Args:
+        limits: the bounds on the peer's input.
+
+    Attributes:
+        version: the negotiated version; decides header unescaping ("1.0": none).
+        frame_limit: largest whole frame accepted now, octets; ``limits.max_handshake_frame``
+            until the connection raises it (to ``limits.max_frame``) once accepted.
+    """
+
+    __slots__ = ("_buf", "_head", "_scan", "frame_limit", "limits", "version")
+
+    def __init__(self, limits: StompLimits) -> None:
+        self.limits = limits
+        self.version = "1.0"
+        self.frame_limit = min(limits.max_handshake_frame, limits.max_frame)
+        self._buf = bytearray()
+        # Where the search for the end of the buffered partial frame resumes (its headers'
+        # end, or its NUL without content-length); 0 for a new frame.
+        self._scan = 0
+        # The parsed head of the buffered partial frame once its headers are complete:
+        # command, headers, body offset and content-length (None: up to the first NUL).
+        self._head: tuple[str, list[tuple[str, str]], int, int | None] | None = None
+
+    @property
+    def pending(self) -> int:
+        """Octets buffered of a frame that is not complete yet."""
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[StompFrame | Literal[Heartbeat.HEARTBEAT]]:
+        """Add received octets; return the frames and heart-beats they complete, in order.
+
+        Raises:
+            StompError: malformed input, or input past a limit (the message names it).
+                Nothing is returned then; the connection must be closed.
+        """
+        buf = self._buf
+        buf += data
+        out: list[StompFrame | Literal[Heartbeat.HEARTBEAT]] = []
+        pos = 0
+        end = len(buf)
+        try:
+            while pos < end:
+                first = buf[pos]
+                if first == 10:  # LF: a heart-beat
+                    out.append(HEARTBEAT)
+                    pos += 1
+                    continue
+                if first == 13:  # CR LF: a heart-beat; a lone CR: wait for the next octet
+                    if pos + 1 == end:
+                        break
+                    if buf[pos + 1] != 10:
+                        raise StompError(
+                            "a carriage return not followed by a line feed between frames: "
+                            "end lines with LF or CR LF"
+                        )
+                    out.append(HEARTBEAT)
+                    pos += 2
+                    continue
+                done = self._frame(buf, pos, end)
+                if done is None:
+                    break
+                frame, pos = done
+                out.append(frame)
+        finally:
+            if pos:
+                del buf[:pos]
+        return out
+
+    def _frame(self, buf: bytearray, start: int, end: int) -> tuple[StompFrame, int] | None:
+        """Parse the frame starting at ``start``: the frame and the offset after its NUL,
+        or None if it is not complete yet.
+
+        Raises:
+            StompError: the frame is malformed or past a limit.
+        """
+        limit = self.frame_limit
+        head = self._head
+        if head is None:
+            # The header block ends at the first empty line: LF LF or LF CR LF. The search
+            # resumes 2 octets before the previous chunk's end (a separator may straddle).
+            scan = max(start, start + self._scan - 2)
+            lf = buf.find(b"\n\n", scan)
+            crlf = buf.find(b"\n\r\n", scan)
+            if lf < 0 and crlf < 0:
+                self._too_big(end - start, limit, "headers")
+                self._scan = end - start
+                return None
+            if crlf < 0 or 0 <= lf < crlf:
+                head_end, body_start = lf, lf + 2
+            else:
+                head_end, body_start = crlf, crlf + 3
+            self._too_big(body_start - start, limit, "headers")
+            command, headers = self._parse_head(buf, start, head_end)
+            length = None
+            for name, value in headers:
+                if name == "content-length":
+                    length = self._length(value)
+                    self._too_big(body_start + length + 1 - start, limit, "frame")
+                    break
+            head = self._head = (command, headers, body_start - start, length)
+            self._scan = body_start - start
+        command, headers, body_offset, length = head
+        body_start = start + body_offset
+        if length is not None:
+            nul = body_start + length
+            if nul >= end:
+                return None
+            if buf[nul] != 0:
+                self._head = None
+                raise StompError(
+                    f"the body of {command} did not end with NUL after content-length "
+                    f"({length}) octets: send the exact body length, then NUL"
+                )
+        else:
+            nul = buf.find(b"\x00", start + self._scan)
+            max_body = self.limits.max_body
+            if nul < 0:
+                self._too_big(end - start, limit, "frame")
+                if end - body_start > max_body:
+                    self._head = None
+                    raise StompError(
+                        f"a body of more than {max_body} octets (max_body): send a smaller message"
+                    )
+                self._scan = end - start
+                return None
+            self._too_big(nul + 1 - start, limit, "frame")
+            if nul - body_start > max_body:
+                self._head = None
+                raise StompError(
+                    f"a body of {nul - body_start} octets exceeds max_body ({max_body}): "
+                    "send a smaller message"
+                )
+        self._head = None
+        self._scan = 0
+        return StompFrame(command, headers, bytes(buf[body_start:nul])), nul + 1
+
+    def _too_big(self, size: int, limit: int, what: str) -> None:
+        """Raise if ``size`` octets of one frame exceed ``limit``.
+
+        Raises:
+            StompError: they do.
+        """
+        if size > limit:
+            which = "max_frame" if limit == self.limits.max_frame else "max_handshake_frame"
+            self._scan = 0
+            self._head = None
+            raise StompError(
+                f"a frame of more than {limit} octets ({which}; its {what} alone are {size} "
+                "octets so far): send smaller frames"
+                + ("" if which == "max_frame" else ", and nothing large before CONNECTED")
+            )
+
+    def _length(self, text: str) -> int:
+        """The value of a ``content-length`` header.
+
+        Raises:
+            StompError: not a non-negative decimal integer, or over ``max_body``.
+        """
+        if not (text.isascii() and text.isdigit()) or len(text) > 19:
+            raise StompError(
+                f"content-length {text!r} is not a non-negative integer: send the body's "
+                "length in octets, or leave the header out"
+            )
+        length = int(text)
+        if length > self.limits.max_body:
+            raise StompError(
+                f"content-length {length} exceeds max_body ({self.limits.max_body}): "
+                "send a smaller message"
+            )
+        return length
+
+    def _parse_head(
+        self, buf: bytearray, start: int, head_end: int
+    ) -> tuple[str, list[tuple[str, str]]]:
+        """The command and headers of the header block ``buf[start:head_end]`` (its last
+        line's LF excluded).
+
+        Raises:
+            StompError: not UTF-8, an unknown command, a header line without a colon, too
+                many or too long header lines, an undefined escape sequence.
+        """
+        try:
+            text = buf[start:head_end].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise StompError(f"frame headers are not UTF-8 ({exc}): encode them in UTF-8") from None
+        lines = text.split("\n")
+        command = lines[0]
+        if command.endswith("\r"):
+            command = command[:-1]
+        if command not in COMMANDS:
+            shown = command if len(command) <= 40 else command[:40] + "..."
+            raise StompError(
+                f"unknown STOMP command {shown!r}: send one of {', '.join(sorted(COMMANDS))}"
+            )
+        limits = self.limits
+        if len(lines) - 1 > limits.max_headers:
+            raise StompError(
+                f"{command} has {len(lines) - 1} headers, over max_headers "
+                f"({limits.max_headers}): send fewer headers"
+            )
+        version = self.version
+        unescape = version != "1.0" and command not in _RAW_COMMANDS
+        table = _UNESCAPE_12 if version == "1.2" else _UNESCAPE_11
+        max_line = limits.max_header_length
+        headers: list[tuple[str, str]] = []
+        for line in lines[1:] if len(lines) > 1 else ():
+            if line.endswith("\r"):
+                line = line[:-1]
+            if len(line) > max_line or (
+                len(line) * 4 > max_line and len(line.encode("utf-8")) > max_line
+            ):
+                raise StompError(
+                    f"a header line of {command} is over max_header_length ({max_line} "
+                    f"octets): send shorter headers"
+                )
+            name, colon, value = line.partition(":")
+            if not colon:
+                shown = line if len(line) <= 40 else line[:40] + "..."
+                raise StompError(
+                    f"header line {shown!r} of {command} has no colon: write name:value"
+                )
+            if unescape:
+                if "\\" in name:
+                    name = _unescape(name, table, version)
+                if "\\" in value:
+                    value = _unescape(value, table, version)
+            headers.append((name, value))
+        return command, headers
