@@ -53,7 +53,7 @@ from ternmq.server._gateway import ConnectionHost, GatewayConnection, Verdict
 from ternmq.server.admission import Admission, PasswordCheck
 from ternmq.server.config import Limits, ListenerConfig, ServerConfig, TlsConfig, load_config
 from ternmq.server.logs import LEVELS, log_event, setup_logging
-from ternmq.server.native import NativeConnection
+from ternmq.server.stomp import NativeOrStompConnection, StompConnection
 from ternmq.store import Store
 
 __all__ = ["BrokerServer", "ServerThread", "build_parser", "main"]
@@ -63,8 +63,10 @@ T = TypeVar("T")
 
 # The gateways a listener may serve, by its ``protocol`` (config.LISTENER_PROTOCOLS): each a
 # factory of one connection per accepted socket.
+# The native listener also serves STOMP, told apart by the first octets of a connection.
 GATEWAYS: Final[Mapping[str, Callable[[ConnectionHost, str], GatewayConnection]]] = {
-    "native": NativeConnection,
+    "native": NativeOrStompConnection,
+    "stomp": StompConnection,
 }
 
 
@@ -173,7 +175,20 @@ class BrokerServer(BrokerHost):
         # Listeners first (TLS files read, ports bound, nothing accepted yet): a bad file or a
         # port in use is reported before the data dir is opened and recovered.
         try:
-            for listener in cfg.listeners:
+            for listener in cfg.all_listeners():
+                if listener.protocol == "stomp" and cfg.stomp_port is None:
+                    try:  # the default STOMP port: STOMP is served on the main port anyway
+                        await self._bind(listener)
+                    except OSError as exc:
+                        log_event(
+                            log,
+                            logging.WARNING,
+                            "listener_skipped",
+                            protocol="stomp",
+                            problem=str(exc),
+                            hint="set --stomp-port N (0: a free port, -1: off)",
+                        )
+                    continue
                 await self._bind(listener)
         except BaseException:
             for server in self._servers:
@@ -681,6 +696,13 @@ def build_parser(prog: str = "ternmq serve") -> argparse.ArgumentParser:
         metavar="N",
         help="port of the TCP listener (default 61616; 0 picks a free one)",
     )
+    p.add_argument(
+        "--stomp-port",
+        type=int,
+        metavar="N",
+        help="port of the STOMP-only listener (default 61613; 0 picks a free one, -1 turns "
+        "it off; STOMP is served on --port too)",
+    )
     p.add_argument("--data-dir", metavar="DIR", help="durable store directory (default ./data)")
     p.add_argument("--log-level", choices=sorted(LEVELS), help="default info")
     p.add_argument(
@@ -786,6 +808,7 @@ def main(argv: list[str] | None = None) -> int:
             data_dir=args.data_dir,
             log_level=args.log_level,
             cpu_affinity=args.cpu_affinity,
+            stomp_port=args.stomp_port,
         )
         pin_to_cpus(config.cpu_affinity)
     except ValueError as exc:

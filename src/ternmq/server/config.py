@@ -32,9 +32,10 @@ Fsync = Literal["always", "batch"]
 LogLevel = Literal["debug", "info", "warning", "error"]
 DEFAULT_PORT: Final = 61616
 DEFAULT_TLS_PORT: Final = 61617
+DEFAULT_STOMP_PORT: Final = 61613
 # The wire protocol a listener serves: the gateways the server has (``app.GATEWAYS``). STOMP,
 # OpenWire and HTTP listeners will add their names here (SERVER.md "Listeners and ports").
-ListenerProtocol = Literal["native"]
+ListenerProtocol = Literal["native", "stomp"]
 LISTENER_PROTOCOLS: Final[tuple[ListenerProtocol, ...]] = get_args(ListenerProtocol)
 
 
@@ -116,6 +117,10 @@ class Limits:
         login_backoff_max: see ``login_failures``.
         auth_checks_per_address: password checks of one address running at once; the rest of
             that address's wait in its own queue so other addresses get a worker.
+        stomp_max_frame: largest STOMP frame (command, headers, body), octets.
+        stomp_max_headers: header lines of one STOMP frame.
+        stomp_max_header_length: one STOMP header line, octets.
+        stomp_max_body: one STOMP frame's body, octets.
     """
 
     max_connections: int = 1000
@@ -137,6 +142,10 @@ class Limits:
     login_backoff: float = 30.0
     login_backoff_max: float = 600.0
     auth_checks_per_address: int = 2
+    stomp_max_frame: int = 4 * 1024 * 1024 + 64 * 1024
+    stomp_max_headers: int = 64
+    stomp_max_header_length: int = 8192
+    stomp_max_body: int = 4 * 1024 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,6 +176,10 @@ class ServerConfig:
         cpu_affinity: the CPUs the server process may run on (``os.sched_setaffinity``);
             empty (the default) leaves the choice to the operating system. See
             docs/operations.md "CPU affinity".
+        stomp_port: the STOMP-only listener's port on the first native listener's address
+            (``--stomp-port``; 0 picks a free one, -1 turns it off). None (the default) is
+            61613, skipped with a warning if that port is taken (STOMP is served on the main
+            port too); a port given explicitly must bind.
     """
 
     listeners: tuple[ListenerConfig, ...] = (ListenerConfig(),)
@@ -183,6 +196,15 @@ class ServerConfig:
     populate_user_id: bool = False
     log_level: LogLevel = "info"
     cpu_affinity: tuple[int, ...] = ()
+    stomp_port: int | None = None
+
+    def all_listeners(self) -> tuple[ListenerConfig, ...]:
+        """``listeners`` and, last, the STOMP-only listener of ``stomp_port`` (if not -1)."""
+        port = DEFAULT_STOMP_PORT if self.stomp_port is None else self.stomp_port
+        if port == -1:
+            return self.listeners
+        bind = next((ls.bind for ls in self.listeners if ls.protocol == "native"), "127.0.0.1")
+        return (*self.listeners, ListenerConfig(bind=bind, port=port, protocol="stomp"))
 
     @property
     def anonymous_allowed(self) -> bool:
@@ -219,6 +241,7 @@ class ServerConfig:
         data_dir: str | None = None,
         log_level: LogLevel | None = None,
         cpu_affinity: tuple[int, ...] | None = None,
+        stomp_port: int | None = None,
     ) -> ServerConfig:
         """This config with command-line values applied: ``bind``/``port`` replace those of
         the first plain-TCP native listener (one is added if there is none)."""
@@ -245,6 +268,8 @@ class ServerConfig:
             cfg = dataclasses.replace(cfg, log_level=log_level)
         if cpu_affinity is not None:
             cfg = dataclasses.replace(cfg, cpu_affinity=check_cpus(cpu_affinity, "--cpu-affinity"))
+        if stomp_port is not None:
+            cfg = dataclasses.replace(cfg, stomp_port=_stomp_port(stomp_port, "--stomp-port"))
         return cfg
 
 
@@ -263,6 +288,7 @@ _TOP_KEYS: Final = {
     "populate_user_id",
     "log_level",
     "cpu_affinity",
+    "stomp_port",
 }
 _OPTIONAL_STR = ("dead_letter_queue", "expiry_queue")
 
@@ -348,6 +374,12 @@ def _parse_listener(raw: object, i: int) -> ListenerConfig:
     return listener
 
 
+def _stomp_port(port: int, where: str) -> int:
+    if not -1 <= port <= 65535:
+        raise ValueError(f"{where}: {port} is not a TCP port (0: a free one, -1: off)")
+    return port
+
+
 def check_cpus(cpus: tuple[int, ...], where: str) -> tuple[int, ...]:
     """``cpus`` if it is a non-empty set of CPU numbers (sorted, without repeats).
 
@@ -377,6 +409,10 @@ def _check_limits(limits: Limits) -> None:
         "login_window",
         "login_backoff",
         "auth_checks_per_address",
+        "stomp_max_frame",
+        "stomp_max_headers",
+        "stomp_max_header_length",
+        "stomp_max_body",
     ):
         if getattr(limits, name) <= 0:
             raise ValueError(f"config limits.{name} must be positive")
@@ -411,6 +447,8 @@ def parse_config(data: Mapping[str, Any]) -> ServerConfig:
     if "cpu_affinity" in data:
         cpus = _convert(data["cpu_affinity"], list[int], "cpu_affinity")
         kw["cpu_affinity"] = check_cpus(tuple(cpus), "config cpu_affinity")
+    if "stomp_port" in data:
+        kw["stomp_port"] = _stomp_port(_convert(data["stomp_port"], int, "stomp_port"), "config stomp_port")
     if "limits" in data:
         table = _table(data["limits"], "limits")
         _check_keys(table, _fields(Limits), "limits.")

@@ -50,11 +50,12 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
+import types
 import uuid
 from collections.abc import Sequence
 from typing import Final, Literal
 
-from ternmq import __version__
+from ternmq._version import __version__
 from ternmq.destination import Destination, TemporaryQueue, TemporaryTopic, destination
 from ternmq.errors import JMSException
 from ternmq.message.codec import decode_message, encode_message
@@ -67,6 +68,7 @@ from ternmq.protocol.stomp_connection import (
     Timeout,
 )
 from ternmq.server._gateway import ConnectionHost, GatewayConnection
+from ternmq.server.native import NativeConnection
 from ternmq.server._stomp_mapping import (
     jms_destination,
     message_from_send,
@@ -74,7 +76,7 @@ from ternmq.server._stomp_mapping import (
 )
 from ternmq.server.logs import log_event
 
-__all__ = ["SHARED_HEADER", "StompConnection"]
+__all__ = ["SHARED_HEADER", "NativeOrStompConnection", "StompConnection", "is_stomp_start"]
 
 log = logging.getLogger("ternmq.server")
 
@@ -741,3 +743,44 @@ def is_stomp_start(data: bytes) -> bool | None:
         if head[:n] == word[:n]:
             return True if n == len(word) else None
     return False
+
+
+class NativeOrStompConnection(NativeConnection):
+    """A connection of the main (native) listener that hands itself to the STOMP gateway
+    when its first octets are STOMP (``CONNECT``, ``STOMP``, or EOLs before them), as
+    Artemis's acceptors do (SERVER.md "Listeners and ports").
+
+    Only the first chunk (or the few octets it takes to tell) is looked at: then the
+    instance's ``data_received`` becomes :class:`NativeConnection`'s own, and the transport
+    is told again who its protocol is (uvloop caches the bound method), so the native hot
+    path pays nothing for the detection.
+    """
+
+    def __init__(self, host: ConnectionHost, scheme: str) -> None:
+        super().__init__(host, scheme)
+        self._head = b""
+
+    def data_received(self, data: bytes) -> None:
+        """The first octets: decide which protocol this connection speaks."""
+        head = self._head + data if self._head else data
+        verdict = is_stomp_start(head)
+        if verdict is None:
+            self._head = head  # at most a few octets: a prefix of CONNECT, or EOLs
+            return
+        self._head = b""
+        native = types.MethodType(NativeConnection.data_received, self)
+        self.data_received = native  # type: ignore[method-assign]
+        t = self.transport
+        if t is None or t.is_closing():
+            return
+        if not verdict:
+            t.set_protocol(self)
+            native(head)
+            return
+        self._mark_closed()
+        self._cancel_timers()
+        self.host.unregister(self)
+        stomp = StompConnection(self.host, self.scheme)
+        t.set_protocol(stomp)
+        stomp.connection_made(t)
+        stomp.data_received(head)
