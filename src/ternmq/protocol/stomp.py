@@ -53,6 +53,7 @@ __all__ = [
     "StompLimits",
     "StompParser",
     "encode_frame",
+    "unescape_headers",
 ]
 
 VERSIONS: Final = ("1.0", "1.1", "1.2")
@@ -163,6 +164,25 @@ def _unescape(text: str, table: dict[str, str], version: str) -> str:
             ) from None
 
     return _ESCAPE_SEQ.sub(one, text)
+
+
+def unescape_headers(headers: list[tuple[str, str]], version: str) -> list[tuple[str, str]]:
+    """Headers read raw (as a "1.0" parser reads them) with ``version``'s escapes decoded:
+    for frames parsed before the version was known.
+
+    Raises:
+        StompError: an escape sequence that ``version`` does not define.
+    """
+    if version == "1.0":
+        return headers
+    table = _UNESCAPE_12 if version == "1.2" else _UNESCAPE_11
+    return [
+        (
+            _unescape(name, table, version) if "\\" in name else name,
+            _unescape(value, table, version) if "\\" in value else value,
+        )
+        for name, value in headers
+    ]
 
 
 def encode_frame(
