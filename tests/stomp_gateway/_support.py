@@ -13,9 +13,8 @@ import socket
 import time
 from collections.abc import Iterable
 
-from ternmq.protocol.stomp import HEARTBEAT, StompFrame, StompLimits, StompParser, encode_frame
-
 from server._support import HOST, IO_TIMEOUT, ServerProcess
+from ternmq.protocol.stomp import HEARTBEAT, StompFrame, StompLimits, StompParser, encode_frame
 
 __all__ = ["HOST", "IO_TIMEOUT", "StompRaw", "start_server"]
 
@@ -66,9 +65,11 @@ class StompRaw:
     def send(
         self, command: str, headers: Iterable[tuple[str, str]] = (), body: bytes = b""
     ) -> None:
-        """Write one frame (escaped per the negotiated version)."""
+        """Write one frame (escaped per the negotiated version); no ``content-length``
+        unless ``headers`` has one (so a body is text to the gateway by default)."""
         version = "1.0" if command in ("CONNECT", "STOMP") else self.version
-        self.sock.sendall(encode_frame(command, list(headers), body, version=version))
+        frame = encode_frame(command, list(headers), body, version=version, content_length=False)
+        self.sock.sendall(frame)
 
     def recv(self, timeout: float = IO_TIMEOUT) -> StompFrame:
         """The next frame (heart-beats counted in ``heartbeats`` and skipped)."""
@@ -134,4 +135,8 @@ class StompRaw:
                 items = self.parser.feed(data)
             except Exception:
                 return out
-            out.extend(i for i in items if isinstance(i, StompFrame))
+            for item in items:
+                if isinstance(item, StompFrame):
+                    out.append(item)
+                else:
+                    self.heartbeats += 1

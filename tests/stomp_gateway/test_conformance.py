@@ -26,11 +26,11 @@ password = "{hash}"
 [permissions.bob]
 send = ["queue://bob.*"]
 consume = ["queue://bob.*"]
+create = ["queue://bob.*"]
 [permissions.alice]
-send = ["queue://*", "topic://*", "temp-queue://*", "temp-topic://*"]
-consume = ["queue://*", "topic://*", "temp-queue://*", "temp-topic://*"]
-browse = ["queue://*"]
-admin = ["queue://*"]
+send = ["*://*"]
+consume = ["*://*"]
+create = ["*://*"]
 """
 
 CONFIG = """
@@ -283,7 +283,11 @@ def test_body_type_rules(port: int) -> None:
                 "text/plain;charset=utf-8",
             ),
             ([("amq-msg-type", "bytes")], b"raw", "application/octet-stream"),
-            ([("amq-msg-type", "text"), ("content-length", "2")], b"hi", "text/plain;charset=utf-8"),
+            (
+                [("amq-msg-type", "text"), ("content-length", "2")],
+                b"hi",
+                "text/plain;charset=utf-8",
+            ),
         ]
         for headers, body, ctype in cases:
             send(cl, "/queue/conf.body", body, *headers)
@@ -291,7 +295,12 @@ def test_body_type_rules(port: int) -> None:
             assert m.get("content-type") == ctype, headers
             assert m.get("content-length") == str(len(m.body))
         # the latin-1 text arrives re-encoded as UTF-8
-        send(cl, "/queue/conf.body", "é".encode("latin-1"), ("content-type", "text/x;charset=latin-1"))
+        send(
+            cl,
+            "/queue/conf.body",
+            "é".encode("latin-1"),
+            ("content-type", "text/x;charset=latin-1"),
+        )
         assert cl.recv().body == "é".encode()
 
 
@@ -331,7 +340,11 @@ def test_prefetch_size_bounds_unacknowledged_messages(port: int) -> None:
         for i in range(5):
             send(cl, "/queue/conf.prefetch", str(i).encode())
         subscribe(
-            cl, "/queue/conf.prefetch", "p", ("ack", "client-individual"), ("activemq.prefetchSize", "2")
+            cl,
+            "/queue/conf.prefetch",
+            "p",
+            ("ack", "client-individual"),
+            ("activemq.prefetchSize", "2"),
         )
         first = [cl.recv(), cl.recv()]
         no_frame(cl)

@@ -448,7 +448,9 @@ def parse_config(data: Mapping[str, Any]) -> ServerConfig:
         cpus = _convert(data["cpu_affinity"], list[int], "cpu_affinity")
         kw["cpu_affinity"] = check_cpus(tuple(cpus), "config cpu_affinity")
     if "stomp_port" in data:
-        kw["stomp_port"] = _stomp_port(_convert(data["stomp_port"], int, "stomp_port"), "config stomp_port")
+        kw["stomp_port"] = _stomp_port(
+            _convert(data["stomp_port"], int, "stomp_port"), "config stomp_port"
+        )
     if "limits" in data:
         table = _table(data["limits"], "limits")
         _check_keys(table, _fields(Limits), "limits.")

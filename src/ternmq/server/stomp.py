@@ -60,21 +60,24 @@ from ternmq.destination import Destination, TemporaryQueue, TemporaryTopic, dest
 from ternmq.errors import JMSException
 from ternmq.message.codec import decode_message, encode_message
 from ternmq.protocol import commands as c
-from ternmq.protocol.stomp import HEARTBEAT, StompError, StompFrame, StompLimits, encode_frame
+from ternmq.protocol.stomp import StompFrame, StompLimits, encode_frame
 from ternmq.protocol.stomp_connection import (
+    HEARTBEAT_EOL,
     ConnectReceived,
+    Event,
+    ProtocolViolation,
     State,
     StompServerConnection,
     Timeout,
 )
 from ternmq.server._gateway import ConnectionHost, GatewayConnection
-from ternmq.server.native import NativeConnection
 from ternmq.server._stomp_mapping import (
     jms_destination,
     message_from_send,
     message_headers,
 )
 from ternmq.server.logs import log_event
+from ternmq.server.native import NativeConnection
 
 __all__ = ["SHARED_HEADER", "NativeOrStompConnection", "StompConnection", "is_stomp_start"]
 
@@ -90,6 +93,9 @@ _STALE_MAX: Final = 4096  # ack ids released by a NACK/ABORT, remembered to igno
 AckMode = Literal["auto", "client", "client-individual"]
 _ACK_MODES: Final[tuple[AckMode, ...]] = ("auto", "client", "client-individual")
 _PROCESS_ID: Final = uuid.uuid4().hex[:12]
+# The states as module constants for the per-frame paths (as in server/native.py).
+_OPEN: Final = State.OPEN
+_CLOSED: Final = State.CLOSED
 
 
 class _Subscription:
@@ -139,9 +145,11 @@ class StompConnection(GatewayConnection):
                 max_body=limits.stomp_max_body,
                 max_handshake_frame=min(8192, limits.max_handshake_frame),
             ),
+            heartbeat_send=limits.heartbeat,
+            heartbeat_receive=limits.heartbeat,
+            max_heartbeat=max(120.0, 4 * limits.heartbeat),
             handshake_timeout=limits.handshake_timeout,
             frame_timeout=limits.frame_timeout,
-            heartbeat=limits.heartbeat,
         )
         self._corrs = itertools.count(1)
         self._ids = itertools.count(2)  # engine session/consumer numbers (1: sends)
@@ -171,20 +179,42 @@ class StompConnection(GatewayConnection):
     def data_received(self, data: bytes) -> None:
         """Octets from the client: frames become engine requests, in order."""
         wire = self.wire
-        if wire.state is State.CLOSED:
+        state = wire.state
+        if state is _OPEN:
+            try:
+                frames = wire.receive_frames(data, self.loop.time())
+            except ProtocolViolation as exc:
+                self._violated(exc)
+                return
+            try:
+                for frame in frames:
+                    if wire.state is not _OPEN:
+                        break
+                    self._frame(frame)
+            finally:
+                self.host.rearm()
+            return
+        if state is _CLOSED:
             return
         try:
             events = wire.receive_data(data, self.loop.time())
-        except StompError as exc:
-            self.fail(str(exc))
+        except ProtocolViolation as exc:
+            self._violated(exc)
             return
         if events:
             self._on_events(events)
             self.host.rearm()
 
-    def _on_events(self, events: Sequence[object]) -> None:
+    def _violated(self, exc: ProtocolViolation) -> None:
+        """Act on what came before the violation, then report it and close."""
+        if exc.before:
+            self._on_events(exc.before)
+            self.host.rearm()
+        self.fail(str(exc), receipt=exc.receipt_id)
+
+    def _on_events(self, events: Sequence[Event]) -> None:
         for ev in events:
-            if self.wire.state is State.CLOSED:
+            if self.wire.state is _CLOSED:
                 return
             if isinstance(ev, ConnectReceived):
                 frame = ev.frame
@@ -251,32 +281,25 @@ class StompConnection(GatewayConnection):
 
     def _emit(self, cmd: c.Command) -> None:
         """The engine's output callback: never calls back into the engine."""
-        if self.wire.state is State.CLOSED:
+        if self.wire.state is _CLOSED:
             return
-        t = type(cmd)
-        if t is c.Deliver:
-            self._deliver(cmd)  # type: ignore[arg-type]
+        if isinstance(cmd, c.Deliver):
+            self._deliver(cmd)
             return
-        if t is c.ConnectionFailed:
-            self.fail(cmd.message)  # type: ignore[union-attr]
+        if isinstance(cmd, (c.ConnectionFailed, c.SendFailed)):
+            self.fail(cmd.message)
             return
-        if t is c.SendFailed:
-            self.fail(cmd.message)  # type: ignore[union-attr]
-            return
-        corr: int = cmd.corr  # type: ignore[union-attr]
+        corr = cmd.corr
         receipts = self._pending.pop(corr, [])
         self._inflight -= 1
         if "inflight" in self._paused and self._inflight <= self._max_inflight // 2:
             self._resume("inflight")
-        if t is c.Error:
-            self.fail(cmd.message, receipt=receipts[0] if receipts else None)  # type: ignore[union-attr]
+        if isinstance(cmd, c.Error):
+            self.fail(cmd.message, receipt=receipts[0] if receipts else None)
             return
-        if t is c.Connected:
+        if isinstance(cmd, c.Connected):
             self._write(
-                self.wire.connected_frame(
-                    cmd.connection_id,  # type: ignore[union-attr]
-                    server=f"ternmq/{__version__}",
-                )
+                self.wire.connected_frame(cmd.connection_id, server=f"ternmq/{__version__}")
             )
         for receipt in receipts:
             self._write(encode_frame("RECEIPT", [("receipt-id", receipt)], version=self._version))
@@ -310,7 +333,7 @@ class StompConnection(GatewayConnection):
         returns at once unless the socket's write buffer is full."""
         self._settle_scheduled = False
         settle, self._settle = self._settle, {}
-        if self.wire.state is not State.OPEN:
+        if self.wire.state is not _OPEN:
             return
         for sid, ids in settle.items():
             if sid not in self._by_sid:
@@ -329,7 +352,7 @@ class StompConnection(GatewayConnection):
         """The socket drained: return the credit held back while it was full."""
         super().resume_writing()
         held, self._held_credit = self._held_credit, {}
-        if self.wire.state is State.OPEN:
+        if self.wire.state is _OPEN:
             for sid, n in held.items():
                 if sid in self._by_sid:
                     self._request(c.Credit(corr=self._corr(), consumer_id=sid, messages=n))
@@ -358,7 +381,7 @@ class StompConnection(GatewayConnection):
         client_id = frame.get("client-id")
         self._request(c.Connect(corr=self._corr(), user=self.user, client_id=client_id))
         self._request(c.CreateSession(corr=self._corr(), session_id=_SEND_SESSION))
-        if self.wire.state is not State.OPEN:
+        if self.wire.state is not _OPEN:
             self.host.rearm()
             return
         log_event(
@@ -376,14 +399,13 @@ class StompConnection(GatewayConnection):
         self._resume("auth")
         try:
             held = wire.take_held()
-        except StompError as exc:
-            self.fail(str(exc))
+        except ProtocolViolation as exc:
+            self._violated(exc)
             return
-        for ev in held:
-            if self.wire.state is not State.OPEN:
+        for frame in held:
+            if self.wire.state is not _OPEN:
                 break
-            if isinstance(ev, StompFrame):
-                self._frame(ev)
+            self._frame(frame)
         self.host.rearm()
 
     # ---- destinations ---------------------------------------------------------------------
@@ -486,7 +508,9 @@ class StompConnection(GatewayConnection):
                     f"activemq.prefetchSize:{prefetch_text} must be a positive integer"
                 )
         sid = next(self._ids)
-        sub = _Subscription(sub_id, sid, ack, name if kind in ("durable", "shared_durable") else None)  # type: ignore[arg-type]
+        sub = _Subscription(
+            sub_id, sid, ack, name if kind in ("durable", "shared_durable") else None
+        )
         self._subs[sub_id] = sub
         self._by_sid[sid] = sub
         self._request(c.CreateSession(corr=self._corr(), session_id=sid))
@@ -663,7 +687,7 @@ class StompConnection(GatewayConnection):
         if action is None:
             return
         if action is Timeout.HEARTBEAT:
-            self._write(b"\n")
+            self._write(HEARTBEAT_EOL)
             self.last_sent = now
         elif action is Timeout.PEER_DEAD:
             log_event(
@@ -694,7 +718,7 @@ class StompConnection(GatewayConnection):
     # ---- closing --------------------------------------------------------------------------
     def _mark_closed(self) -> bool:
         wire = self.wire
-        if wire.state is State.CLOSED:
+        if wire.state is _CLOSED:
             return False
         wire.close()
         return True
@@ -702,7 +726,7 @@ class StompConnection(GatewayConnection):
     def fail(self, problem: str, *, receipt: str | None = None) -> None:
         """Report ``problem`` to the peer (one ERROR frame) and close."""
         wire = self.wire
-        if wire.state is State.CLOSED:
+        if wire.state is _CLOSED:
             return
         log_event(
             log,
