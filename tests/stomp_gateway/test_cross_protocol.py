@@ -148,7 +148,7 @@ def test_stomp_messages_reach_jms_with_every_header(ports: tuple[int, int]) -> N
                     ("JMSXGroupID", "grp"),
                     ("color", "red"),
                 ],
-                "texte".encode(),
+                b"texte",
             )
             cl.call(
                 "SEND",

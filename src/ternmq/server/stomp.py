@@ -236,6 +236,9 @@ class StompConnection(GatewayConnection):
             handler(self, frame)
         except JMSException as exc:
             self.fail(str(exc), receipt=frame.get("receipt"))
+        except Exception as exc:  # a bug here: this connection only pays for it
+            log.exception("event=internal_error peer=%s frame=%s", self.peer, frame.command)
+            self.fail(f"internal error handling {frame.command}: {type(exc).__name__}")
 
     # ---- requests and replies -------------------------------------------------------------
     def _request(self, req: c.Request, receipt: str | None = None) -> None:
