@@ -1,5 +1,5 @@
 """JMS clients and STOMP clients on the same destinations of a real ``ternmq serve``: every
-header and property where the other side expects it (SERVER.md "STOMP", docs/protocols.md);
+header and property where the other side expects it (SERVER.md "STOMP", docs/stomp.md);
 and a persistent STOMP SEND with a receipt survives a SIGKILL of the server."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Between STOMP frames and JMS messages, both ways (SERVER.md "STOMP"; docs/protocols.md).
+"""Between STOMP frames and JMS messages, both ways (SERVER.md "STOMP"; docs/stomp.md).
 
 Theory of operation
 -------------------

@@ -83,7 +83,7 @@ __all__ = ["SHARED_HEADER", "NativeOrStompConnection", "StompConnection", "is_st
 
 log = logging.getLogger("ternmq.server")
 
-#: The SUBSCRIBE header naming a JMS shared subscription (docs/protocols.md).
+#: The SUBSCRIBE header naming a JMS shared subscription (docs/stomp.md).
 SHARED_HEADER: Final = "shared-subscription-name"
 _DURABLE_HEADERS: Final = ("durable-subscription-name", "activemq.subscriptionName")
 DEFAULT_PREFETCH: Final = 100
