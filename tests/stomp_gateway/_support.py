@@ -10,6 +10,7 @@ from __future__ import annotations
 import pathlib
 import re
 import socket
+import ssl
 import time
 from collections.abc import Iterable
 
@@ -41,8 +42,18 @@ def start_server(
 class StompRaw:
     """A raw STOMP client: frames out, frames in, nothing hidden."""
 
-    def __init__(self, port: int, *, timeout: float = IO_TIMEOUT, version: str = "1.2") -> None:
-        self.sock = socket.create_connection((HOST, port), timeout=timeout)
+    def __init__(
+        self,
+        port: int,
+        *,
+        timeout: float = IO_TIMEOUT,
+        version: str = "1.2",
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        sock = socket.create_connection((HOST, port), timeout=timeout)
+        if tls is not None:
+            sock = tls.wrap_socket(sock, server_hostname="localhost")
+        self.sock = sock
         self.parser = StompParser(StompLimits(max_frame=64 << 20, max_body=64 << 20))
         self.parser.version = version
         self.parser.frame_limit = 64 << 20

@@ -542,3 +542,32 @@ def test_stomp_detected_on_the_main_port(tmp_path: pathlib.Path) -> None:
         works(server.port)  # the native protocol still works there
     finally:
         server.kill()
+
+
+def test_tls_stomp_listener(tmp_path: pathlib.Path) -> None:
+    import re
+    import ssl
+
+    from _openssl import self_signed_cert
+
+    made = self_signed_cert(tmp_path, "stomp")
+    if made is None:
+        pytest.skip("no openssl command")
+    cert, key = made
+    config = (
+        f'[[listeners]]\nprotocol = "stomp"\nport = 0\n'
+        f'tls = {{ cert = "{cert}", key = "{key}" }}\n'
+    )
+    server, _ = start_server(tmp_path, config)
+    try:
+        line = server.wait_log(r"event=listening protocol=stomp address=tls://")
+        m = re.search(r"tls://127\.0\.0\.1:(\d+)", line)
+        assert m is not None
+        ctx = ssl.create_default_context(cafile=cert)
+        with StompRaw(int(m.group(1)), tls=ctx) as cl:
+            cl.connect()
+            subscribe(cl, "/queue/conf.tls")
+            send(cl, "/queue/conf.tls", b"secret")
+            assert cl.recv().body == b"secret"
+    finally:
+        server.kill()
