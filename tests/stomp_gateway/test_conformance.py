@@ -555,8 +555,7 @@ def test_tls_stomp_listener(tmp_path: pathlib.Path) -> None:
         pytest.skip("no openssl command")
     cert, key = made
     config = (
-        f'[[listeners]]\nprotocol = "stomp"\nport = 0\n'
-        f'tls = {{ cert = "{cert}", key = "{key}" }}\n'
+        f'[[listeners]]\nprotocol = "stomp"\nport = 0\ntls = {{ cert = "{cert}", key = "{key}" }}\n'
     )
     server, _ = start_server(tmp_path, config)
     try:

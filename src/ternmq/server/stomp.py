@@ -108,9 +108,10 @@ class _Subscription:
         self.sid = sid
         self.ack = ack
         self.durable = durable
-        # ack id -> delivery id of the messages handed over and not yet ACKed or NACKed,
-        # in delivery order (dicts keep insertion order: "client" ACK is cumulative).
-        self.unacked: dict[str, int] = {}
+        # ack id -> (delivery id, message id if ACK may name it) of the messages handed
+        # over and not yet ACKed or NACKed, in delivery order (dicts keep insertion order:
+        # an "ack:client" ACK is cumulative).
+        self.unacked: dict[str, tuple[int, str | None]] = {}
 
 
 class _Transaction:
@@ -159,7 +160,8 @@ class StompConnection(GatewayConnection):
         self._close_on_corr: int | None = None
         self._subs: dict[str, _Subscription] = {}
         self._by_sid: dict[int, _Subscription] = {}
-        self._by_msg_id: dict[str, tuple[_Subscription, str]] = {}  # 1.0/1.1 ACK by message-id
+        self._ack_owner: dict[str, _Subscription] = {}  # ack id -> its subscription
+        self._msg_ack: dict[str, str] = {}  # message-id -> ack id (1.0/1.1 ACK by message-id)
         self._stale: dict[str, None] = {}
         self._txs: dict[str, _Transaction] = {}
         self._temps: dict[str, str] = {}  # "/temp-queue/NAME" -> "temp-queue://..."
@@ -317,9 +319,11 @@ class StompConnection(GatewayConnection):
         ack_id: str | None = None
         if sub.ack != "auto":
             ack_id = str(d.delivery_id)
-            sub.unacked[ack_id] = d.delivery_id
-            if msg._message_id:
-                self._by_msg_id[msg._message_id] = (sub, ack_id)
+            mid = msg._message_id if self._version != "1.2" else None
+            sub.unacked[ack_id] = (d.delivery_id, mid)
+            self._ack_owner[ack_id] = sub
+            if mid:
+                self._msg_ack[mid] = ack_id
         headers, body = message_headers(
             msg, subscription=sub.id, ack=ack_id, delivery_count=d.delivery_count
         )
@@ -542,11 +546,10 @@ class StompConnection(GatewayConnection):
             )
         if sub is not None:
             del self._by_sid[sub.sid]
+            delivered = [did for did, _ in sub.unacked.values()]
             self._forget(sub)
             self._request(
-                c.CloseSession(
-                    corr=self._corr(), session_id=sub.sid, delivered=list(sub.unacked.values())
-                )
+                c.CloseSession(corr=self._corr(), session_id=sub.sid, delivered=delivered)
             )
         if durable is not None:
             self._request(c.Unsubscribe(corr=self._corr(), session_id=_SEND_SESSION, name=durable))
@@ -555,29 +558,46 @@ class StompConnection(GatewayConnection):
     def _forget(self, sub: _Subscription) -> None:
         """Drop ``sub``'s outstanding ack ids (released by the engine): a late ACK of one is
         ignored rather than an error."""
-        for ack_id in sub.unacked:
-            self._stale[ack_id] = None
+        stale = self._stale
+        for ack_id, (_, mid) in sub.unacked.items():
+            stale[ack_id] = None
+            self._ack_owner.pop(ack_id, None)
+            if mid:
+                stale[mid] = None
+                self._msg_ack.pop(mid, None)
         sub.unacked.clear()
-        while len(self._stale) > _STALE_MAX:
-            del self._stale[next(iter(self._stale))]
+        while len(stale) > _STALE_MAX:
+            del stale[next(iter(stale))]
+
+    def _take(self, sub: _Subscription, ack_id: str) -> int:
+        """Settle one handed-over message of ``sub``: its delivery id."""
+        did, mid = sub.unacked.pop(ack_id)
+        del self._ack_owner[ack_id]
+        if mid:
+            self._msg_ack.pop(mid, None)
+        return did
 
     def _acked(self, frame: StompFrame) -> tuple[_Subscription, list[int]] | None:
         """The subscription and deliveries an ACK or NACK settles (cumulative for
-        ``ack:client``), removed from the unacknowledged; None for an id released before."""
+        ``ack:client``), removed from the unacknowledged; None for an id released before
+        (by a NACK, an ABORT or UNSUBSCRIBE: the message comes again with a new id)."""
         ack_id = frame.get("id")
-        sub: _Subscription | None = None
-        if ack_id is None:
-            msg_id = frame.get("message-id")
-            if msg_id is None:
-                raise JMSException(f"{frame.command} needs an id header (the MESSAGE's ack)")
-            found = self._by_msg_id.pop(msg_id, None)
-            if found is None:
-                if msg_id in self._stale:
+        if ack_id is None:  # STOMP 1.0 and 1.1 name the message-id
+            mid = frame.get("message-id")
+            if mid is None:
+                raise JMSException(
+                    f"{frame.command} needs an id header (the MESSAGE's ack header), or in "
+                    "STOMP 1.0/1.1 a message-id header"
+                )
+            ack_id = self._msg_ack.get(mid)
+            if ack_id is None:
+                if mid in self._stale:
                     return None
-                raise JMSException(f"no message {msg_id!r} awaits acknowledgement here")
-            sub, ack_id = found
-        else:
-            sub = next((s for s in self._subs.values() if ack_id in s.unacked), None)
+                raise JMSException(
+                    f"no message {mid!r} awaits acknowledgement on this connection: ACK or "
+                    "NACK a MESSAGE of an ack:client or ack:client-individual subscription, once"
+                )
+        sub = self._ack_owner.get(ack_id)
         if sub is None:
             if ack_id in self._stale:
                 return None
@@ -589,12 +609,11 @@ class StompConnection(GatewayConnection):
         if sub.ack == "client":
             ids: list[int] = []
             for key in list(sub.unacked):
-                ids.append(sub.unacked.pop(key))
+                ids.append(self._take(sub, key))
                 if key == ack_id:
                     break
-        else:
-            ids = [sub.unacked.pop(ack_id)]
-        return sub, ids
+            return sub, ids
+        return sub, [self._take(sub, ack_id)]
 
     def _on_ack(self, frame: StompFrame) -> None:
         tx = self._transaction(frame)
