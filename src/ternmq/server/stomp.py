@@ -169,8 +169,6 @@ class StompConnection(GatewayConnection):
         self._settle_scheduled = False
         self._held_credit: dict[int, int] = {}  # credit withheld while writing is paused
         self._persistent_default = False
-        self._inflight = 0
-        self._max_inflight = limits.max_inflight_requests
 
     @property
     def state(self) -> State:
@@ -244,27 +242,11 @@ class StompConnection(GatewayConnection):
 
     # ---- requests and replies -------------------------------------------------------------
     def _request(self, req: c.Request, receipt: str | None = None) -> None:
-        """Hand ``req`` (whose ``corr`` came from :meth:`_corr`) to the broker."""
-        broker = self.host.broker
-        conn = self.conn
-        if broker is None or conn is None:
-            return
-        corr = req.corr
-        self._pending[corr] = [receipt] if receipt is not None else []
-        self._last_corr = corr
-        self._inflight += 1
-        if self._inflight >= self._max_inflight:
-            self._pause("inflight")
-        store = self.host.owner_store
-        batches = 0 if store is None else store.batches
-        try:
-            broker.handle(conn, req)
-        except Exception as exc:  # a bug in the engine: this connection only pays for it
-            log.exception("event=internal_error peer=%s request=%s", self.peer, type(req).__name__)
-            self.fail(f"internal error handling {type(req).__name__}: {type(exc).__name__}")
-            return
-        if store is not None and store.batches != batches:
-            self.host.due_awaited = True
+        """Hand ``req`` (whose ``corr`` came from :meth:`_corr`) to the broker; ``receipt``
+        is written when its reply comes."""
+        self._pending[req.corr] = [receipt] if receipt is not None else []
+        self._last_corr = req.corr
+        self._submit(req)
 
     def _corr(self) -> int:
         return next(self._corrs)
@@ -296,9 +278,7 @@ class StompConnection(GatewayConnection):
             return
         corr = cmd.corr
         receipts = self._pending.pop(corr, [])
-        self._inflight -= 1
-        if "inflight" in self._paused and self._inflight <= self._max_inflight // 2:
-            self._resume("inflight")
+        self._replied()
         if isinstance(cmd, c.Error):
             self.fail(cmd.message, receipt=receipts[0] if receipts else None)
             return
@@ -712,15 +692,7 @@ class StompConnection(GatewayConnection):
             self._write(HEARTBEAT_EOL)
             self.last_sent = now
         elif action is Timeout.PEER_DEAD:
-            log_event(
-                log,
-                logging.WARNING,
-                "heartbeat_timeout",
-                peer=self.peer,
-                conn=self._conn_id,
-                user=self.user,
-            )
-            self.close("heartbeat timeout", drop=True)
+            self._peer_dead(now - wire.last_heard)
         elif action is Timeout.FRAME:
             self.fail("a frame took longer than frame_timeout to arrive: send whole frames")
         else:
