@@ -37,7 +37,7 @@ stomp_max_body = 16384
 stomp_max_headers = 16
 stomp_max_header_length = 512
 """
-COMMANDS = [
+COMMANDS = [  # the client commands, some server ones, and no command
     "SEND",
     "SUBSCRIBE",
     "UNSUBSCRIBE",
