@@ -11,7 +11,7 @@ import dataclasses
 import pathlib
 import tomllib
 from collections.abc import Mapping
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -22,6 +22,7 @@ __all__ = [
     "LISTENER_PROTOCOLS",
     "Limits",
     "ListenerConfig",
+    "HttpConfig",
     "ServerConfig",
     "TlsConfig",
     "UserConfig",
@@ -33,10 +34,12 @@ LogLevel = Literal["debug", "info", "warning", "error"]
 DEFAULT_PORT: Final = 61616
 DEFAULT_TLS_PORT: Final = 61617
 DEFAULT_STOMP_PORT: Final = 61613
-# The wire protocol a listener serves: the gateways the server has (``app.GATEWAYS``). STOMP,
-# OpenWire and HTTP listeners will add their names here (SERVER.md "Listeners and ports").
-ListenerProtocol = Literal["native", "stomp"]
-LISTENER_PROTOCOLS: Final[tuple[ListenerProtocol, ...]] = get_args(ListenerProtocol)
+DEFAULT_HTTP_PORT: Final = 8161
+# The wire protocol a listener serves: the gateways the server has (``app.GATEWAYS``). The
+# OpenWire listener will add its name here (SERVER.md "Listeners and ports"). The HTTP
+# listener is configured by the ``[http]`` table, not ``[[listeners]]``.
+ListenerProtocol = Literal["native", "stomp", "http"]
+LISTENER_PROTOCOLS: Final[tuple[ListenerProtocol, ...]] = ("native", "stomp")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +79,36 @@ class ListenerConfig:
     def scheme(self) -> str:
         """``tcp`` or ``tls``."""
         return "tls" if self.tls is not None else "tcp"
+
+
+@dataclasses.dataclass(frozen=True)
+class HttpConfig:
+    """The HTTP listener: web console, JSON API, Prometheus metrics (``[http]`` table).
+
+    Attributes:
+        port: the TCP port (0 picks a free one, -1 turns the listener off).
+        bind: the address to listen on (None: that of the first native listener).
+        tls: TLS settings (``[http.tls]``, as for a native listener); None for plain HTTP.
+        metrics_auth: whether ``/metrics`` needs credentials (with the ``admin`` permission).
+        max_body: largest request body accepted, octets; larger is refused with 413.
+        auth_cache_seconds: how long an accepted user name and password are remembered, so
+            that a polling console does not cost a password hash per request (0 = never).
+        max_connections: open HTTP connections at most (0 = unlimited); past it a new
+            socket is closed at once.
+    """
+
+    port: int = DEFAULT_HTTP_PORT
+    bind: str | None = None
+    tls: TlsConfig | None = None
+    metrics_auth: bool = False
+    max_body: int = 1024 * 1024
+    auth_cache_seconds: float = 60.0
+    max_connections: int = 256
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the listener is on (``port`` is not -1)."""
+        return self.port != -1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,6 +213,8 @@ class ServerConfig:
             (``--stomp-port``; 0 picks a free one, -1 turns it off). None (the default) is
             61613, skipped with a warning if that port is taken (STOMP is served on the main
             port too); a port given explicitly must bind.
+        http: the HTTP listener (None: no HTTP listener; a config file or ``ternmq serve``
+            gives one on port 8161 unless ``[http] port = -1`` or ``--http-port -1``).
     """
 
     listeners: tuple[ListenerConfig, ...] = (ListenerConfig(),)
@@ -197,14 +232,23 @@ class ServerConfig:
     log_level: LogLevel = "info"
     cpu_affinity: tuple[int, ...] = ()
     stomp_port: int | None = None
+    http: HttpConfig | None = None
 
     def all_listeners(self) -> tuple[ListenerConfig, ...]:
-        """``listeners`` and, last, the STOMP-only listener of ``stomp_port`` (if not -1)."""
+        """The listeners, then the STOMP-only listener of ``stomp_port`` (unless -1), then
+        the HTTP listener (``protocol == "http"``) when it is on."""
+        out = self.listeners
+        native_bind = next(
+            (ls.bind for ls in self.listeners if ls.protocol == "native"), "127.0.0.1"
+        )
         port = DEFAULT_STOMP_PORT if self.stomp_port is None else self.stomp_port
-        if port == -1:
-            return self.listeners
-        bind = next((ls.bind for ls in self.listeners if ls.protocol == "native"), "127.0.0.1")
-        return (*self.listeners, ListenerConfig(bind=bind, port=port, protocol="stomp"))
+        if port != -1:
+            out = (*out, ListenerConfig(bind=native_bind, port=port, protocol="stomp"))
+        http = self.http
+        if http is None or not http.enabled:
+            return out
+        bind = http.bind if http.bind is not None else native_bind
+        return (*out, ListenerConfig(bind=bind, port=http.port, tls=http.tls, protocol="http"))
 
     @property
     def anonymous_allowed(self) -> bool:
@@ -242,10 +286,22 @@ class ServerConfig:
         log_level: LogLevel | None = None,
         cpu_affinity: tuple[int, ...] | None = None,
         stomp_port: int | None = None,
+        http_port: int | None = None,
     ) -> ServerConfig:
         """This config with command-line values applied: ``bind``/``port`` replace those of
-        the first plain-TCP native listener (one is added if there is none)."""
+        the first plain-TCP native listener (one is added if there is none); ``http_port``
+        that of the HTTP listener (-1: off).
+
+        Raises:
+            ValueError: ``http_port`` is not a TCP port, 0 or -1.
+        """
         cfg = self
+        if http_port is not None:
+            if not -1 <= http_port <= 65535:
+                raise ValueError(f"--http-port {http_port}: give a TCP port, 0 (any) or -1 (off)")
+            cfg = dataclasses.replace(
+                cfg, http=dataclasses.replace(cfg.http or HttpConfig(), port=http_port)
+            )
         if bind is not None or port is not None:
             listeners = list(cfg.listeners)
             idx = next(
@@ -289,6 +345,7 @@ _TOP_KEYS: Final = {
     "log_level",
     "cpu_affinity",
     "stomp_port",
+    "http",
 }
 _OPTIONAL_STR = ("dead_letter_queue", "expiry_queue")
 
@@ -345,19 +402,44 @@ def _parse_broker(raw: dict[str, Any], destinations: dict[str, Any]) -> BrokerCo
     return dataclasses.replace(base, default_policy=default, policies=policies)
 
 
+def _parse_tls(table: Mapping[str, Any], where: str) -> TlsConfig | None:
+    if "tls" not in table:
+        return None
+    t = _table(table["tls"], f"{where}.tls")
+    _check_keys(t, _fields(TlsConfig), f"{where}.tls.")
+    tls: TlsConfig = _convert(t, TlsConfig, f"{where}.tls")
+    if tls.verify_client and not tls.cafile:
+        raise ValueError(f"config {where}.tls: verify_client = true needs a cafile")
+    return tls
+
+
+def _parse_http(raw: object) -> HttpConfig:
+    table = _table(raw, "http")
+    _check_keys(table, _fields(HttpConfig), "http.")
+    tls = _parse_tls(table, "http")
+    fields = {k: v for k, v in table.items() if k != "tls"}
+    http: HttpConfig = _convert(fields, HttpConfig, "[http]")
+    http = dataclasses.replace(http, tls=tls)
+    if not -1 <= http.port <= 65535:
+        raise ValueError(f"config http.port: {http.port} is not a TCP port, 0 (any) or -1 (off)")
+    if http.max_body <= 0:
+        raise ValueError("config http.max_body must be positive")
+    if http.auth_cache_seconds < 0:
+        raise ValueError("config http.auth_cache_seconds must not be negative")
+    if http.max_connections < 0:
+        raise ValueError("config http.max_connections must not be negative")
+    return http
+
+
 def _parse_listener(raw: object, i: int) -> ListenerConfig:
     where = f"listeners[{i}]"
     table = _table(raw, where)
     _check_keys(table, _fields(ListenerConfig), f"{where}.")
-    tls = None
-    if "tls" in table:
-        t = _table(table["tls"], f"{where}.tls")
-        _check_keys(t, _fields(TlsConfig), f"{where}.tls.")
-        tls = _convert(t, TlsConfig, f"{where}.tls")
-        if tls.verify_client and not tls.cafile:
-            raise ValueError(f"config {where}.tls: verify_client = true needs a cafile")
+    tls = _parse_tls(table, where)
     default_port = DEFAULT_TLS_PORT if tls is not None else DEFAULT_PORT
     protocol = table.get("protocol", "native")
+    if protocol == "http":
+        raise ValueError(f"config {where}.protocol: configure the HTTP listener in an [http] table")
     if protocol not in LISTENER_PROTOCOLS:
         raise ValueError(
             f"config {where}.protocol: {protocol!r} is not a protocol this server serves; "
@@ -479,6 +561,7 @@ def parse_config(data: Mapping[str, Any]) -> ServerConfig:
             for action, v in table.items()
         }
     kw["permissions"] = permissions
+    kw["http"] = _parse_http(data.get("http", {}))
     cfg = ServerConfig(**kw)
     cfg.authenticator()  # malformed hashes fail at load time, not at the first Connect
     cfg.authorizer()
@@ -491,13 +574,13 @@ def parse_config(data: Mapping[str, Any]) -> ServerConfig:
 
 
 def load_config(path: str | pathlib.Path | None) -> ServerConfig:
-    """Read a TOML config file (None: the defaults).
+    """Read a TOML config file (None: the defaults, with the HTTP listener on port 8161).
 
     Raises:
         ValueError: the file cannot be read or parsed, or a setting is wrong.
     """
     if path is None:
-        return ServerConfig()
+        return ServerConfig(http=HttpConfig())
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
