@@ -23,11 +23,19 @@ _STOMP_RE = r"event=listening protocol=stomp address=tcp://127\.0\.0\.1:(\d+)"
 
 
 def start_server(
-    tmp_path: pathlib.Path, config: str = "", data_dir: pathlib.Path | None = None
+    tmp_path: pathlib.Path,
+    config: str = "",
+    data_dir: pathlib.Path | None = None,
+    *,
+    http: bool = False,
 ) -> tuple[ServerProcess, int]:
-    """A ``ternmq serve`` with ``stomp_port = 0`` (plus ``config``); (server, STOMP port)."""
+    """A ``ternmq serve`` with ``stomp_port = 0`` (plus ``config``; with ``http`` the HTTP
+    listener on a free port too); (server, STOMP port)."""
     server = ServerProcess(
-        data_dir or tmp_path / f"data-{time.monotonic_ns()}", "stomp_port = 0\n" + config, tmp_path
+        data_dir or tmp_path / f"data-{time.monotonic_ns()}",
+        "stomp_port = 0\n" + config,
+        tmp_path,
+        http=http,
     )
     try:
         line = server.wait_log(_STOMP_RE, timeout=30)

@@ -51,9 +51,10 @@ from ternmq.broker.host import BrokerHost
 from ternmq.errors import JMSException, ResourceAllocationException
 from ternmq.protocol import commands as c
 from ternmq.server._gateway import ConnectionHost, GatewayConnection, Verdict
+from ternmq.server._stomp_ws import setup as stomp_ws_setup
 from ternmq.server.admission import Admission, PasswordCheck
 from ternmq.server.config import Limits, ListenerConfig, ServerConfig, TlsConfig, load_config
-from ternmq.server.http import HttpFrontend, build_frontend
+from ternmq.server.http import HttpFrontend, add_routes, build_frontend
 from ternmq.server.logs import LEVELS, log_event, setup_logging
 from ternmq.server.stomp import NativeOrStompConnection, StompConnection
 from ternmq.store import Store
@@ -70,6 +71,7 @@ GATEWAYS: Final[Mapping[str, Callable[[ConnectionHost, str], GatewayConnection]]
     "native": NativeOrStompConnection,
     "stomp": StompConnection,
 }
+add_routes(stomp_ws_setup)  # STOMP over WebSocket at /stomp on the HTTP listener
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
