@@ -74,7 +74,7 @@ def test_http_config() -> None:
     assert HttpConfig().port == DEFAULT_HTTP_PORT == 8161
     cfg = parse_config({"http": {"port": 0, "metrics_auth": True, "max_body": 10}})
     assert cfg.http == HttpConfig(port=0, metrics_auth=True, max_body=10)
-    assert [ls.protocol for ls in cfg.all_listeners()] == ["native", "http"]
+    assert [ls.protocol for ls in cfg.all_listeners()] == ["native", "stomp", "http"]
     off = parse_config({"http": {"port": -1}})
     assert [ls.protocol for ls in off.all_listeners()] == ["native"]
     assert parse_config({}).with_overrides(http_port=-1).all_listeners()[-1].protocol == "native"
