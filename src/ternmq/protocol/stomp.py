@@ -26,8 +26,9 @@ connection is accepted), nor send a frame with more headers, longer header lines
 larger body than allowed. Any malformed or oversized input raises :class:`StompError`,
 whose message says what was wrong; the connection must then be closed.
 
-Speed: :meth:`StompParser.feed` works on one ``bytearray`` with ``find``; there is no Python
-loop per octet, only per frame and per header line. Scans resume where the previous chunk
+Speed: :meth:`StompParser.feed` works on one ``bytearray`` with ``find`` and compiled
+patterns; there is no Python loop per octet, only per frame, per header line and per run of
+heart-beats. Scans resume where the previous chunk
 left off, so a frame trickling in byte by byte costs linear, not quadratic, time.
 """
 
@@ -143,6 +144,8 @@ _ESCAPE_12: Final = str.maketrans({"\\": "\\\\", "\n": "\\n", ":": "\\c", "\r": 
 _UNESCAPE_11: Final = {"\\": "\\", "n": "\n", "c": ":"}
 _UNESCAPE_12: Final = {**_UNESCAPE_11, "r": "\r"}
 _ESCAPE_SEQ: Final = re.compile(r"\\(.?)", re.DOTALL)
+_HEAD_END: Final = re.compile(rb"\n\r?\n")  # the empty line after the headers
+_EOLS: Final = re.compile(rb"(?:\r?\n)+")  # heart-beats between frames
 
 
 def _unescape(text: str, table: dict[str, str], version: str) -> str:
@@ -164,6 +167,11 @@ def _unescape(text: str, table: dict[str, str], version: str) -> str:
             ) from None
 
     return _ESCAPE_SEQ.sub(one, text)
+
+
+def _shorten(text: str) -> str:
+    """``text`` cut to 40 characters for an error message (the peer chose its length)."""
+    return text if len(text) <= 40 else text[:40] + "..."
 
 
 def unescape_headers(headers: list[tuple[str, str]], version: str) -> list[tuple[str, str]]:
@@ -280,20 +288,18 @@ class StompParser:
         try:
             while pos < end:
                 first = buf[pos]
-                if first == 10:  # LF: a heart-beat
-                    out.append(HEARTBEAT)
-                    pos += 1
-                    continue
-                if first == 13:  # CR LF: a heart-beat; a lone CR: wait for the next octet
-                    if pos + 1 == end:
-                        break
-                    if buf[pos + 1] != 10:
+                if first == 10 or first == 13:  # heart-beats: a run of LF or CR LF
+                    run = _EOLS.match(buf, pos)
+                    if run is None:  # a CR: wait for its LF, or refuse another octet
+                        if pos + 1 == end:
+                            break
                         raise StompError(
                             "a carriage return not followed by a line feed between frames: "
                             "end lines with LF or CR LF"
                         )
-                    out.append(HEARTBEAT)
-                    pos += 2
+                    after = run.end()
+                    out.extend([HEARTBEAT] * buf.count(b"\n", pos, after))
+                    pos = after
                     continue
                 done = self._frame(buf, pos, end)
                 if done is None:
@@ -317,24 +323,21 @@ class StompParser:
         if head is None:
             # The header block ends at the first empty line: LF LF or LF CR LF. The search
             # resumes 2 octets before the previous chunk's end (a separator may straddle).
+            # The search stops at the frame limit, so a long batch costs no more than it.
             scan = max(start, start + self._scan - 2)
-            lf = buf.find(b"\n\n", scan)
-            crlf = buf.find(b"\n\r\n", scan)
-            if lf < 0 and crlf < 0:
-                self._too_big(end - start, limit, "headers")
+            found = _HEAD_END.search(buf, scan, min(end, start + limit + 3))
+            if found is None:
+                self._too_big(end - start, limit)
                 self._scan = end - start
                 return None
-            if crlf < 0 or 0 <= lf < crlf:
-                head_end, body_start = lf, lf + 2
-            else:
-                head_end, body_start = crlf, crlf + 3
-            self._too_big(body_start - start, limit, "headers")
+            head_end, body_start = found.span()
+            self._too_big(body_start - start, limit)
             command, headers = self._parse_head(buf, start, head_end)
             length = None
             for name, value in headers:
                 if name == "content-length":
                     length = self._length(value)
-                    self._too_big(body_start + length + 1 - start, limit, "frame")
+                    self._too_big(body_start + length + 1 - start, limit)
                     break
             head = self._head = (command, headers, body_start - start, length)
             self._scan = body_start - start
@@ -354,7 +357,7 @@ class StompParser:
             nul = buf.find(b"\x00", start + self._scan)
             max_body = self.limits.max_body
             if nul < 0:
-                self._too_big(end - start, limit, "frame")
+                self._too_big(end - start, limit)
                 if end - body_start > max_body:
                     self._head = None
                     raise StompError(
@@ -362,7 +365,7 @@ class StompParser:
                     )
                 self._scan = end - start
                 return None
-            self._too_big(nul + 1 - start, limit, "frame")
+            self._too_big(nul + 1 - start, limit)
             if nul - body_start > max_body:
                 self._head = None
                 raise StompError(
@@ -373,7 +376,7 @@ class StompParser:
         self._scan = 0
         return StompFrame(command, headers, bytes(buf[body_start:nul])), nul + 1
 
-    def _too_big(self, size: int, limit: int, what: str) -> None:
+    def _too_big(self, size: int, limit: int) -> None:
         """Raise if ``size`` octets of one frame exceed ``limit``.
 
         Raises:
@@ -384,8 +387,8 @@ class StompParser:
             self._scan = 0
             self._head = None
             raise StompError(
-                f"a frame of more than {limit} octets ({which}; its {what} alone are {size} "
-                "octets so far): send smaller frames"
+                f"a frame of more than {limit} octets ({which}; {size} octets of it so far): "
+                "send smaller frames"
                 + ("" if which == "max_frame" else ", and nothing large before CONNECTED")
             )
 
@@ -427,9 +430,9 @@ class StompParser:
         if command.endswith("\r"):
             command = command[:-1]
         if command not in COMMANDS:
-            shown = command if len(command) <= 40 else command[:40] + "..."
             raise StompError(
-                f"unknown STOMP command {shown!r}: send one of {', '.join(sorted(COMMANDS))}"
+                f"unknown STOMP command {_shorten(command)!r}: send one of "
+                + ", ".join(sorted(COMMANDS))
             )
         limits = self.limits
         if len(lines) - 1 > limits.max_headers:
@@ -454,9 +457,8 @@ class StompParser:
                 )
             name, colon, value = line.partition(":")
             if not colon:
-                shown = line if len(line) <= 40 else line[:40] + "..."
                 raise StompError(
-                    f"header line {shown!r} of {command} has no colon: write name:value"
+                    f"header line {_shorten(line)!r} of {command} has no colon: write name:value"
                 )
             if unescape:
                 if "\\" in name:

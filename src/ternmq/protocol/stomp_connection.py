@@ -433,7 +433,8 @@ class StompServerConnection:
         events: list[Event] = []
         for i, item in enumerate(items):
             if self.state is _AUTH:
-                self._hold(items[i:])
+                # Read in the same chunk as CONNECT: parsed before the version was known.
+                self._hold(items[i:], raw=bool(events))
                 break
             inp = input_of(item)
             frame = item if isinstance(item, StompFrame) else None
@@ -464,16 +465,16 @@ class StompServerConnection:
             raise
         self.version = self.parser.version = version
 
-    def _hold(self, items: Sequence[object]) -> None:
-        """Keep what follows CONNECT until the verdict, unescaped per the negotiated version
-        (the parser read it before the version was known).
+    def _hold(self, items: Sequence[object], *, raw: bool) -> None:
+        """Keep what follows CONNECT until the verdict; ``raw``: the parser read these
+        before the version was known, so unescape them per the negotiated version now.
 
         Raises:
             ProtocolViolation: an undefined escape sequence in a held frame.
         """
         for item in items:
             if isinstance(item, StompFrame):
-                if self.version != "1.0" and item.command not in _CONNECT_COMMANDS:
+                if raw and self.version != "1.0" and item.command not in _CONNECT_COMMANDS:
                     try:
                         item.headers = unescape_headers(item.headers, self.version)
                     except StompError as exc:
