@@ -151,6 +151,7 @@ class BrokerServer(BrokerHost):
         self._bound: list[tuple[str, str]] = []  # (protocol, address) of each server
         self._http: HttpFrontend | None = None  # the HTTP listener's application, if any
         self.http_addresses: list[str] = []  # http://HOST:PORT of the HTTP listener
+        self.stomp_addresses: list[str] = []  # tcp://HOST:PORT of STOMP-only listeners
         self.started_at = 0.0  # wall-clock seconds the server started at
         self._timer: asyncio.TimerHandle | None = None
         self._sweeper: asyncio.TimerHandle | None = None
@@ -279,6 +280,8 @@ class BrokerServer(BrokerHost):
             address = f"{scheme}://{shown}:{port}"
         if listener.protocol == "http":
             self.http_addresses.append(address)  # not a messaging URL: kept apart
+        elif listener.protocol == "stomp":
+            self.stomp_addresses.append(address)  # not a ternmq URL either
         else:
             self.addresses.append(address)
         self._bound.append((listener.protocol, address))
@@ -655,6 +658,19 @@ class ServerThread:
         if not self.server.http_addresses:
             raise JMSException("this server has no HTTP listener: set ServerConfig.http")
         return self.server.http_addresses[0]
+
+    @property
+    def stomp_address(self) -> tuple[str, int]:
+        """``(host, port)`` of the first STOMP-only listener (for a STOMP client).
+
+        Raises:
+            JMSException: the server has no STOMP-only listener (``stomp_port`` -1, or its
+                default port was taken).
+        """
+        if not self.server.stomp_addresses:
+            raise JMSException("this server has no STOMP listener: set ServerConfig.stomp_port")
+        host, _, port = self.server.stomp_addresses[0].partition("://")[2].rpartition(":")
+        return host.strip("[]"), int(port)
 
     def start(self, timeout: float = 30.0) -> ServerThread:
         """Start the loop thread and wait until every listener is bound.
