@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from ternmq.protocol.stomp import encode_frame
+from ternmq.protocol.stomp import CLIENT_COMMANDS, encode_frame
 
 from ._support import HOST, StompRaw, start_server
 
@@ -37,21 +37,7 @@ stomp_max_body = 16384
 stomp_max_headers = 16
 stomp_max_header_length = 512
 """
-COMMANDS = [  # the client commands, some server ones, and no command
-    "SEND",
-    "SUBSCRIBE",
-    "UNSUBSCRIBE",
-    "ACK",
-    "NACK",
-    "BEGIN",
-    "COMMIT",
-    "ABORT",
-    "DISCONNECT",
-    "CONNECT",
-    "MESSAGE",
-    "send",
-    "",
-]
+COMMANDS = [*sorted(CLIENT_COMMANDS), "MESSAGE", "send", ""]  # and non-client ones
 HEADERS = [
     "destination",
     "id",

@@ -4,7 +4,8 @@ subprotocols, a round trip, JMS interop, and an ERROR that closes the WebSocket.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 
 import aiohttp
 import pytest
@@ -52,63 +53,63 @@ def run(coro: object) -> object:
     return asyncio.run(coro)  # type: ignore[arg-type]
 
 
+@contextlib.asynccontextmanager
+async def ws_stomp(server: ServerProcess, subprotocol: str = "v12.stomp") -> AsyncIterator[WsStomp]:
+    """A WebSocket to ``/stomp`` of ``server``, not yet CONNECTed."""
+    async with aiohttp.ClientSession() as http:
+        url = server.http_url.replace("http", "ws", 1) + "/stomp"
+        async with http.ws_connect(url, protocols=(subprotocol,)) as ws:
+            assert ws.protocol == subprotocol
+            yield WsStomp(ws)
+
+
 @pytest.mark.parametrize("subprotocol", ["v10.stomp", "v11.stomp", "v12.stomp"])
 def test_subprotocols_and_round_trip(server: ServerProcess, subprotocol: str) -> None:
     async def main() -> None:
-        async with aiohttp.ClientSession() as http:
-            url = server.http_url.replace("http", "ws", 1) + "/stomp"
-            async with http.ws_connect(url, protocols=(subprotocol,)) as ws:
-                assert ws.protocol == subprotocol
-                cl = WsStomp(ws)
-                version = subprotocol[1:].removesuffix(".stomp")
-                version = f"{version[0]}.{version[1]}"
-                await cl.send("CONNECT", [("accept-version", version), ("host", "x")])
-                connected = await cl.recv()
-                assert connected.command == "CONNECTED"
-                assert connected.get("version") == version
-                dest = f"/queue/ws.{version}"
-                await cl.send("SUBSCRIBE", [("id", "1"), ("destination", dest)])
-                await cl.send("SEND", [("destination", dest), ("receipt", "r")], b"over ws")
-                got = [await cl.recv(), await cl.recv()]
-                assert {f.command for f in got} == {"RECEIPT", "MESSAGE"}
-                assert [f.body for f in got if f.command == "MESSAGE"] == [b"over ws"]
+        async with ws_stomp(server, subprotocol) as cl:
+            version = subprotocol[1:].removesuffix(".stomp")
+            version = f"{version[0]}.{version[1]}"
+            await cl.send("CONNECT", [("accept-version", version), ("host", "x")])
+            connected = await cl.recv()
+            assert connected.command == "CONNECTED"
+            assert connected.get("version") == version
+            dest = f"/queue/ws.{version}"
+            await cl.send("SUBSCRIBE", [("id", "1"), ("destination", dest)])
+            await cl.send("SEND", [("destination", dest), ("receipt", "r")], b"over ws")
+            got = [await cl.recv(), await cl.recv()]
+            assert {f.command for f in got} == {"RECEIPT", "MESSAGE"}
+            assert [f.body for f in got if f.command == "MESSAGE"] == [b"over ws"]
 
     run(main())
 
 
 def test_websocket_to_jms_and_back(server: ServerProcess) -> None:
     async def main() -> None:
-        async with aiohttp.ClientSession() as http:
-            url = server.http_url.replace("http", "ws", 1) + "/stomp"
-            async with http.ws_connect(url, protocols=("v12.stomp",)) as ws:
-                cl = WsStomp(ws)
-                await cl.send("CONNECT", [("accept-version", "1.2")])
-                assert (await cl.recv()).command == "CONNECTED"
-                await cl.send("SUBSCRIBE", [("id", "1"), ("destination", "/queue/ws.back")])
-                await cl.send("SEND", [("destination", "/queue/ws.jms"), ("receipt", "s")], b"hi")
-                assert (await cl.recv()).command == "RECEIPT"
-                with ConnectionFactory(f"tcp://127.0.0.1:{server.port}").create_connection() as c:
-                    c.start()
-                    s = c.create_session()
-                    m = s.create_consumer(Queue("ws.jms")).receive(10)
-                    assert isinstance(m, TextMessage) and m.text == "hi"
-                    s.create_producer(Queue("ws.back")).send(s.create_text_message("back"))
-                reply = await cl.recv()
-                assert reply.command == "MESSAGE" and reply.body == b"back"
+        async with ws_stomp(server) as cl:
+            await cl.send("CONNECT", [("accept-version", "1.2")])
+            assert (await cl.recv()).command == "CONNECTED"
+            await cl.send("SUBSCRIBE", [("id", "1"), ("destination", "/queue/ws.back")])
+            await cl.send("SEND", [("destination", "/queue/ws.jms"), ("receipt", "s")], b"hi")
+            assert (await cl.recv()).command == "RECEIPT"
+            with ConnectionFactory(f"tcp://127.0.0.1:{server.port}").create_connection() as c:
+                c.start()
+                s = c.create_session()
+                m = s.create_consumer(Queue("ws.jms")).receive(10)
+                assert isinstance(m, TextMessage) and m.text == "hi"
+                s.create_producer(Queue("ws.back")).send(s.create_text_message("back"))
+            reply = await cl.recv()
+            assert reply.command == "MESSAGE" and reply.body == b"back"
 
     run(main())
 
 
 def test_error_closes_the_websocket(server: ServerProcess) -> None:
     async def main() -> None:
-        async with aiohttp.ClientSession() as http:
-            url = server.http_url.replace("http", "ws", 1) + "/stomp"
-            async with http.ws_connect(url, protocols=("v12.stomp",)) as ws:
-                cl = WsStomp(ws)
-                await cl.send("SEND", [("destination", "/queue/x")], b"before connect")
-                err = await cl.recv()
-                assert err.command == "ERROR" and err.get("message")
-                with pytest.raises(ConnectionError):
-                    await cl.recv()
+        async with ws_stomp(server) as cl:
+            await cl.send("SEND", [("destination", "/queue/x")], b"before connect")
+            err = await cl.recv()
+            assert err.command == "ERROR" and err.get("message")
+            with pytest.raises(ConnectionError):
+                await cl.recv()
 
     run(main())
