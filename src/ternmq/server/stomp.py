@@ -168,7 +168,6 @@ class StompConnection(GatewayConnection):
         self._settle: dict[int, list[int]] = {}  # auto-ack deliveries, by session
         self._settle_scheduled = False
         self._held_credit: dict[int, int] = {}  # credit withheld while writing is paused
-        self._persistent_default = False
 
     @property
     def state(self) -> State:
@@ -430,7 +429,6 @@ class StompConnection(GatewayConnection):
             now_ms=broker.clock.now_ms(),
             message_id=f"ID:{_PROCESS_ID}-{conn.id.removeprefix('ID:')}-{next(self._msg_ids)}",
             resolve=self._resolve,
-            persistent_default=self._persistent_default,
         )
         assert msg._destination is not None
         group = msg._properties.get("JMSXGroupID")
