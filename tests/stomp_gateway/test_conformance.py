@@ -570,3 +570,37 @@ def test_tls_stomp_listener(tmp_path: pathlib.Path) -> None:
             assert cl.recv().body == b"secret"
     finally:
         server.kill()
+
+
+def test_a_consumer_that_does_not_read_holds_back_auto_ack(tmp_path: pathlib.Path) -> None:
+    """With ack:auto the credit returns only while the socket takes the frames: a STOMP
+    consumer that never reads stops receiving once its socket's buffers and the server's
+    write buffer are full, so the rest of the queue stays (bounded server memory)."""
+    from server._support import Raw
+
+    from ternmq.protocol import commands as c
+
+    server, port = start_server(
+        tmp_path, "[limits]\nwrite_buffer_high = 65536\nwrite_buffer_low = 16384\n"
+    )
+    total = 8000
+    try:
+        with client(port) as producer:
+            body = b"x" * 1024
+            for i in range(total):
+                producer.send("SEND", [("destination", "/queue/conf.slow")], body)
+            producer.call("SEND", [("destination", "/queue/conf.slow.done")], b"")
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(b"CONNECT\naccept-version:1.2\n\n\x00")
+        sock.sendall(b"SUBSCRIBE\nid:1\ndestination:/queue/conf.slow\n\n\x00")
+        time.sleep(2.0)  # never read
+        with Raw(server.port) as admin:
+            admin.connect()
+            stat = admin.request(c.Stat(destination="queue://conf.slow"))
+        dequeued = stat.destinations[0].dequeued
+        assert 0 < dequeued < total // 2, dequeued
+        sock.close()
+    finally:
+        server.kill()
