@@ -577,7 +577,6 @@ def test_a_consumer_that_does_not_read_holds_back_auto_ack(tmp_path: pathlib.Pat
     consumer that never reads stops receiving once its socket's buffers and the server's
     write buffer are full, so the rest of the queue stays (bounded server memory)."""
     from server._support import Raw
-
     from ternmq.protocol import commands as c
 
     server, port = start_server(
@@ -587,7 +586,7 @@ def test_a_consumer_that_does_not_read_holds_back_auto_ack(tmp_path: pathlib.Pat
     try:
         with client(port) as producer:
             body = b"x" * 1024
-            for i in range(total):
+            for _ in range(total):
                 producer.send("SEND", [("destination", "/queue/conf.slow")], body)
             producer.call("SEND", [("destination", "/queue/conf.slow.done")], b"")
         sock = socket.socket()
