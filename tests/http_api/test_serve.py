@@ -74,10 +74,10 @@ def test_http_config() -> None:
     assert HttpConfig().port == DEFAULT_HTTP_PORT == 8161
     cfg = parse_config({"http": {"port": 0, "metrics_auth": True, "max_body": 10}})
     assert cfg.http == HttpConfig(port=0, metrics_auth=True, max_body=10)
-    assert [ls.protocol for ls in cfg.all_listeners()] == ["native", "http"]
+    assert [ls.protocol for ls in cfg.all_listeners()] == ["native", "stomp", "http"]
     off = parse_config({"http": {"port": -1}})
-    assert [ls.protocol for ls in off.all_listeners()] == ["native"]
-    assert parse_config({}).with_overrides(http_port=-1).all_listeners()[-1].protocol == "native"
+    assert [ls.protocol for ls in off.all_listeners()] == ["native", "stomp"]
+    assert parse_config({}).with_overrides(http_port=-1).all_listeners()[-1].protocol == "stomp"
     moved = parse_config({}).with_overrides(bind="0.0.0.0", http_port=9000)
     assert moved.all_listeners()[-1].bind == "0.0.0.0" and moved.all_listeners()[-1].port == 9000
     for bad in (

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import ClassVar, Protocol, cast
 
 from ternmq.broker.engine import Broker, BrokerConnection
+from ternmq.protocol import commands as c
 from ternmq.server.admission import PasswordCheck
 from ternmq.server.config import Limits
 from ternmq.server.logs import log_event
@@ -173,6 +174,8 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         self._abort_timer: asyncio.TimerHandle | None = None
         self.last_sent = self.loop.time()
         self.closed: asyncio.Future[None] = self.loop.create_future()
+        self._inflight = 0  # requests with a corr not answered yet
+        self._max_inflight = self.limits.max_inflight_requests
 
     # ---- what a protocol supplies ---------------------------------------------------------
     @abc.abstractmethod
@@ -186,6 +189,59 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
     @abc.abstractmethod
     def check_timers(self, now: float) -> None:
         """The server's periodic sweep at loop time ``now``: heartbeats, dead peers."""
+
+    @abc.abstractmethod
+    def fail(self, problem: str) -> None:
+        """Report ``problem`` to the peer in the protocol's error frame and close."""
+
+    # ---- requests -------------------------------------------------------------------------
+    def _submit(self, req: c.Request) -> bool:
+        """Hand ``req`` to the broker; False if the broker or the connection's broker side
+        is gone, or the engine raised (a bug: this connection fails, nobody else).
+
+        A request with a ``corr`` awaits its reply (:meth:`_replied`): past
+        ``limits.max_inflight_requests`` of them reading stops until half are answered;
+        one that made an owner-store batch sets ``host.due_awaited`` (its reply waits for
+        that commit: see ``BrokerServer._commit_due``)."""
+        broker = self.host.broker
+        conn = self.conn
+        if broker is None or conn is None:
+            return False
+        if req.corr:
+            self._inflight += 1
+            if self._inflight >= self._max_inflight:
+                self._pause("inflight")  # its replies wait for the store: stop reading
+        store = self.host.owner_store if req.corr else None  # one-way: nobody waits
+        batches = 0 if store is None else store.batches
+        try:
+            broker.handle(conn, req)
+        except Exception as exc:  # a bug in the engine: this connection only pays for it
+            log.exception("event=internal_error peer=%s request=%s", self.peer, type(req).__name__)
+            self.fail(f"internal error handling {type(req).__name__}: {type(exc).__name__}")
+            return False
+        if store is not None and store.batches != batches:
+            self.host.due_awaited = True
+        return True
+
+    def _replied(self) -> None:
+        """A request with a ``corr`` was answered: resume reading once half are."""
+        self._inflight -= 1
+        if "inflight" in self._paused and self._inflight <= self._max_inflight // 2:
+            self._resume("inflight")
+
+    def _peer_dead(self, silent: float) -> None:
+        """The peer sent nothing for two heartbeat intervals (``silent`` seconds): close the
+        connection and give back what it held."""
+        log_event(
+            log,
+            logging.WARNING,
+            "heartbeat_timeout",
+            peer=self.peer,
+            conn=self._conn_id,
+            user=self.user,
+            silent_s=f"{silent:.1f}",
+        )
+        self.close("heartbeat timeout", drop=True)
 
     # ---- asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:

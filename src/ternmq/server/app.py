@@ -51,11 +51,12 @@ from ternmq.broker.host import BrokerHost
 from ternmq.errors import JMSException, ResourceAllocationException
 from ternmq.protocol import commands as c
 from ternmq.server._gateway import ConnectionHost, GatewayConnection, Verdict
+from ternmq.server._stomp_ws import setup as stomp_ws_setup
 from ternmq.server.admission import Admission, PasswordCheck
 from ternmq.server.config import Limits, ListenerConfig, ServerConfig, TlsConfig, load_config
-from ternmq.server.http import HttpFrontend, build_frontend
+from ternmq.server.http import HttpFrontend, add_routes, build_frontend
 from ternmq.server.logs import LEVELS, log_event, setup_logging
-from ternmq.server.native import NativeConnection
+from ternmq.server.stomp import NativeOrStompConnection, StompConnection
 from ternmq.store import Store, describe_store
 
 __all__ = ["BrokerServer", "ServerThread", "build_parser", "main"]
@@ -65,9 +66,12 @@ T = TypeVar("T")
 
 # The gateways a listener may serve, by its ``protocol`` (config.LISTENER_PROTOCOLS): each a
 # factory of one connection per accepted socket.
+# The native listener also serves STOMP, told apart by the first octets of a connection.
 GATEWAYS: Final[Mapping[str, Callable[[ConnectionHost, str], GatewayConnection]]] = {
-    "native": NativeConnection,
+    "native": NativeOrStompConnection,
+    "stomp": StompConnection,
 }
+add_routes(stomp_ws_setup)  # STOMP over WebSocket at /stomp on the HTTP listener
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -147,6 +151,7 @@ class BrokerServer(BrokerHost):
         self._bound: list[tuple[str, str]] = []  # (protocol, address) of each server
         self._http: HttpFrontend | None = None  # the HTTP listener's application, if any
         self.http_addresses: list[str] = []  # http://HOST:PORT of the HTTP listener
+        self.stomp_addresses: list[str] = []  # tcp://HOST:PORT of STOMP-only listeners
         self.started_at = 0.0  # wall-clock seconds the server started at
         self._timer: asyncio.TimerHandle | None = None
         self._sweeper: asyncio.TimerHandle | None = None
@@ -180,6 +185,19 @@ class BrokerServer(BrokerHost):
         # port in use is reported before the data dir is opened and recovered.
         try:
             for listener in cfg.all_listeners():
+                if listener.protocol == "stomp" and cfg.stomp_port is None:
+                    try:  # the default STOMP port: STOMP is served on the main port anyway
+                        await self._bind(listener)
+                    except OSError as exc:
+                        log_event(
+                            log,
+                            logging.WARNING,
+                            "listener_skipped",
+                            protocol="stomp",
+                            problem=str(exc),
+                            hint="set --stomp-port N (0: a free port, -1: off)",
+                        )
+                    continue
                 await self._bind(listener)
         except BaseException:
             for server in self._servers:
@@ -262,6 +280,8 @@ class BrokerServer(BrokerHost):
             address = f"{scheme}://{shown}:{port}"
         if listener.protocol == "http":
             self.http_addresses.append(address)  # not a messaging URL: kept apart
+        elif listener.protocol == "stomp":
+            self.stomp_addresses.append(address)  # not a ternmq URL either
         else:
             self.addresses.append(address)
         self._bound.append((listener.protocol, address))
@@ -639,6 +659,19 @@ class ServerThread:
             raise JMSException("this server has no HTTP listener: set ServerConfig.http")
         return self.server.http_addresses[0]
 
+    @property
+    def stomp_address(self) -> tuple[str, int]:
+        """``(host, port)`` of the first STOMP-only listener (for a STOMP client).
+
+        Raises:
+            JMSException: the server has no STOMP-only listener (``stomp_port`` -1, or its
+                default port was taken).
+        """
+        if not self.server.stomp_addresses:
+            raise JMSException("this server has no STOMP listener: set ServerConfig.stomp_port")
+        host, _, port = self.server.stomp_addresses[0].partition("://")[2].rpartition(":")
+        return host.strip("[]"), int(port)
+
     def start(self, timeout: float = 30.0) -> ServerThread:
         """Start the loop thread and wait until every listener is bound.
 
@@ -720,6 +753,13 @@ def build_parser(prog: str = "ternmq serve") -> argparse.ArgumentParser:
         type=int,
         metavar="N",
         help="port of the TCP listener (default 61616; 0 picks a free one)",
+    )
+    p.add_argument(
+        "--stomp-port",
+        type=int,
+        metavar="N",
+        help="port of the STOMP-only listener (default 61613; 0 picks a free one, -1 turns "
+        "it off; STOMP is served on --port too)",
     )
     p.add_argument(
         "--http-port",
@@ -840,6 +880,7 @@ def main(argv: list[str] | None = None) -> int:
             store=args.store,
             log_level=args.log_level,
             cpu_affinity=args.cpu_affinity,
+            stomp_port=args.stomp_port,
             http_port=args.http_port,
         )
         pin_to_cpus(config.cpu_affinity)

@@ -33,12 +33,13 @@ Fsync = Literal["always", "batch"]
 LogLevel = Literal["debug", "info", "warning", "error"]
 DEFAULT_PORT: Final = 61616
 DEFAULT_TLS_PORT: Final = 61617
+DEFAULT_STOMP_PORT: Final = 61613
 DEFAULT_HTTP_PORT: Final = 8161
-# The wire protocol a listener serves: the gateways the server has (``app.GATEWAYS``). STOMP
-# and OpenWire listeners will add their names here (SERVER.md "Listeners and ports"). The
-# HTTP listener is configured by the ``[http]`` table, not ``[[listeners]]``.
-ListenerProtocol = Literal["native", "http"]
-LISTENER_PROTOCOLS: Final[tuple[ListenerProtocol, ...]] = ("native",)
+# The wire protocol a listener serves: the gateways the server has (``app.GATEWAYS``). The
+# OpenWire listener will add its name here (SERVER.md "Listeners and ports"). The HTTP
+# listener is configured by the ``[http]`` table, not ``[[listeners]]``.
+ListenerProtocol = Literal["native", "stomp", "http"]
+LISTENER_PROTOCOLS: Final[tuple[ListenerProtocol, ...]] = ("native", "stomp")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,6 +150,10 @@ class Limits:
         login_backoff_max: see ``login_failures``.
         auth_checks_per_address: password checks of one address running at once; the rest of
             that address's wait in its own queue so other addresses get a worker.
+        stomp_max_frame: largest STOMP frame (command, headers, body), octets.
+        stomp_max_headers: header lines of one STOMP frame.
+        stomp_max_header_length: one STOMP header line, octets.
+        stomp_max_body: one STOMP frame's body, octets.
     """
 
     max_connections: int = 1000
@@ -170,6 +175,10 @@ class Limits:
     login_backoff: float = 30.0
     login_backoff_max: float = 600.0
     auth_checks_per_address: int = 2
+    stomp_max_frame: int = 4 * 1024 * 1024 + 64 * 1024
+    stomp_max_headers: int = 64
+    stomp_max_header_length: int = 8192
+    stomp_max_body: int = 4 * 1024 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,6 +211,10 @@ class ServerConfig:
         cpu_affinity: the CPUs the server process may run on (``os.sched_setaffinity``);
             empty (the default) leaves the choice to the operating system. See
             docs/operations.md "CPU affinity".
+        stomp_port: the STOMP-only listener's port on the first native listener's address
+            (``--stomp-port``; 0 picks a free one, -1 turns it off). None (the default) is
+            61613, skipped with a warning if that port is taken (STOMP is served on the main
+            port too); a port given explicitly must bind.
         http: the HTTP listener (None: no HTTP listener; a config file or ``ternmq serve``
             gives one on port 8161 unless ``[http] port = -1`` or ``--http-port -1``).
     """
@@ -221,20 +234,24 @@ class ServerConfig:
     populate_user_id: bool = False
     log_level: LogLevel = "info"
     cpu_affinity: tuple[int, ...] = ()
+    stomp_port: int | None = None
     http: HttpConfig | None = None
 
     def all_listeners(self) -> tuple[ListenerConfig, ...]:
-        """The listeners, with the HTTP listener (``protocol == "http"``) last when it is on."""
+        """The listeners, then the STOMP-only listener of ``stomp_port`` (unless -1), then
+        the HTTP listener (``protocol == "http"``) when it is on."""
+        out = self.listeners
+        native_bind = next(
+            (ls.bind for ls in self.listeners if ls.protocol == "native"), "127.0.0.1"
+        )
+        port = DEFAULT_STOMP_PORT if self.stomp_port is None else self.stomp_port
+        if port != -1:
+            out = (*out, ListenerConfig(bind=native_bind, port=port, protocol="stomp"))
         http = self.http
         if http is None or not http.enabled:
-            return self.listeners
-        bind = http.bind
-        if bind is None:
-            bind = next((ls.bind for ls in self.listeners if ls.protocol == "native"), "127.0.0.1")
-        return (
-            *self.listeners,
-            ListenerConfig(bind=bind, port=http.port, tls=http.tls, protocol="http"),
-        )
+            return out
+        bind = http.bind if http.bind is not None else native_bind
+        return (*out, ListenerConfig(bind=bind, port=http.port, tls=http.tls, protocol="http"))
 
     @property
     def store_target(self) -> str:
@@ -277,6 +294,7 @@ class ServerConfig:
         store: str | None = None,
         log_level: LogLevel | None = None,
         cpu_affinity: tuple[int, ...] | None = None,
+        stomp_port: int | None = None,
         http_port: int | None = None,
     ) -> ServerConfig:
         """This config with command-line values applied: ``bind``/``port`` replace those of
@@ -317,6 +335,8 @@ class ServerConfig:
             cfg = dataclasses.replace(cfg, log_level=log_level)
         if cpu_affinity is not None:
             cfg = dataclasses.replace(cfg, cpu_affinity=check_cpus(cpu_affinity, "--cpu-affinity"))
+        if stomp_port is not None:
+            cfg = dataclasses.replace(cfg, stomp_port=_stomp_port(stomp_port, "--stomp-port"))
         return cfg
 
 
@@ -336,6 +356,7 @@ _TOP_KEYS: Final = {
     "populate_user_id",
     "log_level",
     "cpu_affinity",
+    "stomp_port",
     "http",
 }
 _OPTIONAL_STR = ("dead_letter_queue", "expiry_queue")
@@ -447,6 +468,12 @@ def _parse_listener(raw: object, i: int) -> ListenerConfig:
     return listener
 
 
+def _stomp_port(port: int, where: str) -> int:
+    if not -1 <= port <= 65535:
+        raise ValueError(f"{where}: {port} is not a TCP port (0: a free one, -1: off)")
+    return port
+
+
 def check_cpus(cpus: tuple[int, ...], where: str) -> tuple[int, ...]:
     """``cpus`` if it is a non-empty set of CPU numbers (sorted, without repeats).
 
@@ -476,6 +503,10 @@ def _check_limits(limits: Limits) -> None:
         "login_window",
         "login_backoff",
         "auth_checks_per_address",
+        "stomp_max_frame",
+        "stomp_max_headers",
+        "stomp_max_header_length",
+        "stomp_max_body",
     ):
         if getattr(limits, name) <= 0:
             raise ValueError(f"config limits.{name} must be positive")
@@ -511,6 +542,10 @@ def parse_config(data: Mapping[str, Any]) -> ServerConfig:
     if "cpu_affinity" in data:
         cpus = _convert(data["cpu_affinity"], list[int], "cpu_affinity")
         kw["cpu_affinity"] = check_cpus(tuple(cpus), "config cpu_affinity")
+    if "stomp_port" in data:
+        kw["stomp_port"] = _stomp_port(
+            _convert(data["stomp_port"], int, "stomp_port"), "config stomp_port"
+        )
     if "limits" in data:
         table = _table(data["limits"], "limits")
         _check_keys(table, _fields(Limits), "limits.")

@@ -85,10 +85,8 @@ class NativeConnection(GatewayConnection):
             max_handshake_frame=limits.max_handshake_frame,
             frame_timeout=limits.frame_timeout,
         )
-        self._max_inflight = limits.max_inflight_requests
         self._close_on_corr: int | None = None
         self._last_reply_corr = -1
-        self._inflight = 0  # requests with a corr not answered yet
 
     @property
     def state(self) -> State:
@@ -159,24 +157,10 @@ class NativeConnection(GatewayConnection):
         self.fail(str(exc), preamble=exc.preamble)
 
     def _handle(self, req: c.Request) -> None:
-        broker = self.host.broker
+        if not self._submit(req):
+            return
         conn = self.conn
-        if broker is None or conn is None:
-            return
-        if req.corr:
-            self._inflight += 1
-            if self._inflight >= self._max_inflight:
-                self._pause("inflight")  # its replies wait for the store: stop reading
-        store = self.host.owner_store if req.corr else None  # one-way: nobody waits
-        batches = 0 if store is None else store.batches
-        try:
-            broker.handle(conn, req)
-        except Exception as exc:  # a bug in the engine: this connection only pays for it
-            log.exception("event=internal_error peer=%s request=%s", self.peer, type(req).__name__)
-            self.fail(f"internal error handling {type(req).__name__}: {type(exc).__name__}")
-            return
-        if store is not None and store.batches != batches:
-            self.host.due_awaited = True  # its reply waits for that commit: see _commit_due
+        assert conn is not None
         if (conn.closed or type(req) is c.Disconnect) and self.wire.state is not _CLOSED:
             # Disconnect (answered at once, or once the connection's held sends are taken),
             # or a refused Connect: close once the reply is out.
@@ -245,9 +229,7 @@ class NativeConnection(GatewayConnection):
         corr: int = cmd.corr  # type: ignore[union-attr]
         self._last_reply_corr = corr
         if corr:
-            self._inflight -= 1
-            if "inflight" in self._paused and self._inflight <= self._max_inflight // 2:
-                self._resume("inflight")
+            self._replied()
         if self._close_on_corr is not None and corr == self._close_on_corr:
             self.close("disconnected")
 
@@ -262,16 +244,7 @@ class NativeConnection(GatewayConnection):
             self._write(HEARTBEAT_FRAME)
             self.last_sent = now
         elif action is Timeout.PEER_DEAD:
-            log_event(
-                log,
-                logging.WARNING,
-                "heartbeat_timeout",
-                peer=self.peer,
-                conn=self._conn_id,
-                user=self.user,
-                silent_s=f"{now - wire.last_heard:.1f}",
-            )
-            self.close("heartbeat timeout", drop=True)
+            self._peer_dead(now - wire.last_heard)
         elif action is Timeout.FRAME:
             problem, reply = wire.frame_expired(now)
             log_event(

@@ -1,0 +1,802 @@
+"""STOMP 1.0-1.2 over TCP or TLS: one :class:`StompConnection` per client socket.
+
+Theory of operation
+-------------------
+A sibling of ``server/native.py`` on the same seams (docs/architecture.md, "The gateway
+seam"): the STOMP connection protocol (CONNECT first, version and heart-beat negotiation,
+frame limits, handshake and read deadlines) is the sans-IO
+:class:`~ternmq.protocol.stomp_connection.StompServerConnection`; the socket, output
+batching, backpressure, admission and closing are
+:class:`~ternmq.server._gateway.GatewayConnection`'s. What is left here is the translation
+between STOMP frames and the engine's commands (``protocol/commands.py``), the same ones the
+native client sends, so the engine knows nothing of STOMP:
+
+=================  =====================================================================
+STOMP              engine requests
+=================  =====================================================================
+CONNECT / STOMP    credentials checked by the host, then ``Connect`` (login, client-id)
+                   and ``CreateSession`` 1 (the connection's sends outside transactions)
+SEND               ``Send`` on session 1, or on the transaction's session
+SUBSCRIBE          ``CreateSession`` n + ``CreateConsumer`` n (one session per
+                   subscription, so that a NACK releases that subscription's messages only)
+UNSUBSCRIBE        ``CloseSession`` n (handed-over, unacknowledged messages counted as
+                   delivered); with a durable name header also ``Unsubscribe``
+ACK                ``Ack`` on the subscription's session, then ``Credit`` (the prefetch
+                   window is the number of unacknowledged messages)
+NACK               ``Release`` with the NACKed deliveries as delivered: the redelivery
+                   policy (delay, ``max_delivery_attempts``, dead-letter queue) applies
+BEGIN              ``CreateSession`` t (transacted)
+COMMIT             ``Commit`` t, then the ACKs and NACKs held for t, then ``CloseSession``
+ABORT              ``Rollback`` t, ``Release`` of the messages ACKed in t, ``CloseSession``
+DISCONNECT         ``Disconnect``
+=================  =====================================================================
+
+Every request carries a ``corr``; its reply comes back through the engine's ordered output
+gate, so a reply means the request took effect, and for a persistent send that it is durable.
+A ``receipt`` is therefore written when the reply of the frame's last request arrives (a frame
+with no request of its own, such as BEGIN, takes its receipt after the last request sent
+before it). An ``Error`` reply becomes an ERROR frame (with the receipt id, if the frame
+asked for one) and the connection closes, as STOMP prescribes.
+
+Deliveries: a ``Deliver`` becomes a MESSAGE frame (``server/_stomp_mapping.py``). For
+``ack:auto`` the message is acknowledged, and its prefetch credit returned, once the frame
+is queued for the socket; while the socket's write buffer is full the credit is held, so a
+consumer that does not read cannot make the server buffer more than its prefetch. For
+``client`` and ``client-individual`` the credit returns on ACK or NACK.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+import types
+import uuid
+from collections.abc import Sequence
+from typing import Final, Literal
+
+from ternmq._version import __version__
+from ternmq.destination import Destination, TemporaryQueue, TemporaryTopic, destination
+from ternmq.errors import JMSException
+from ternmq.message.codec import decode_message, encode_message
+from ternmq.protocol import commands as c
+from ternmq.protocol.stomp import StompFrame, StompLimits, encode_frame
+from ternmq.protocol.stomp_connection import (
+    HEARTBEAT_EOL,
+    ConnectReceived,
+    Event,
+    ProtocolViolation,
+    State,
+    StompServerConnection,
+    Timeout,
+)
+from ternmq.server._gateway import ConnectionHost, GatewayConnection
+from ternmq.server._stomp_mapping import (
+    jms_destination,
+    message_from_send,
+    message_headers,
+)
+from ternmq.server.logs import log_event
+from ternmq.server.native import NativeConnection
+
+__all__ = ["SHARED_HEADER", "NativeOrStompConnection", "StompConnection", "is_stomp_start"]
+
+log = logging.getLogger("ternmq.server")
+
+#: The SUBSCRIBE header naming a JMS shared subscription (docs/stomp.md).
+SHARED_HEADER: Final = "shared-subscription-name"
+_DURABLE_HEADERS: Final = ("durable-subscription-name", "activemq.subscriptionName")
+DEFAULT_PREFETCH: Final = 100
+_SEND_SESSION: Final = 1
+_STALE_MAX: Final = 4096  # ack ids released by a NACK/ABORT, remembered to ignore late ACKs
+
+AckMode = Literal["auto", "client", "client-individual"]
+_ACK_MODES: Final[tuple[AckMode, ...]] = ("auto", "client", "client-individual")
+_PROCESS_ID: Final = uuid.uuid4().hex[:12]
+# The states as module constants for the per-frame paths (as in server/native.py).
+_OPEN: Final = State.OPEN
+_CLOSED: Final = State.CLOSED
+
+
+class _Subscription:
+    """One SUBSCRIBE: its own engine session and consumer (both numbered ``sid``)."""
+
+    __slots__ = ("ack", "durable", "id", "sid", "unacked")
+
+    def __init__(self, sub_id: str, sid: int, ack: AckMode, durable: str | None) -> None:
+        self.id = sub_id
+        self.sid = sid
+        self.ack = ack
+        self.durable = durable
+        # ack id -> (delivery id, message id if ACK may name it) of the messages handed
+        # over and not yet ACKed or NACKed, in delivery order (dicts keep insertion order:
+        # an "ack:client" ACK is cumulative).
+        self.unacked: dict[str, tuple[int, str | None]] = {}
+
+
+class _Transaction:
+    """A STOMP transaction: a transacted engine session for its sends, and the ACKs and
+    NACKs held until COMMIT (they touch the subscriptions' own sessions)."""
+
+    __slots__ = ("acks", "nacks", "sid")
+
+    def __init__(self, sid: int) -> None:
+        self.sid = sid
+        self.acks: list[tuple[_Subscription, list[int]]] = []
+        self.nacks: list[tuple[_Subscription, list[int]]] = []
+
+
+class StompConnection(GatewayConnection):
+    """One client socket speaking STOMP.
+
+    Args:
+        host: the server that owns the broker.
+        scheme: ``tcp`` or ``tls`` (for logs).
+    """
+
+    def __init__(self, host: ConnectionHost, scheme: str) -> None:
+        super().__init__(host, scheme)
+        limits = self.limits
+        self.wire = StompServerConnection(
+            self.last_sent,
+            limits=StompLimits(
+                max_frame=limits.stomp_max_frame,
+                max_headers=limits.stomp_max_headers,
+                max_header_length=limits.stomp_max_header_length,
+                max_body=limits.stomp_max_body,
+                max_handshake_frame=min(8192, limits.max_handshake_frame),
+            ),
+            heartbeat_send=limits.heartbeat,
+            heartbeat_receive=limits.heartbeat,
+            max_heartbeat=max(120.0, 4 * limits.heartbeat),
+            handshake_timeout=limits.handshake_timeout,
+            frame_timeout=limits.frame_timeout,
+        )
+        self._corrs = itertools.count(1)
+        self._ids = itertools.count(2)  # engine session/consumer numbers (1: sends)
+        self._msg_ids = itertools.count(1)
+        self._pending: dict[int, list[str]] = {}  # corr -> receipts to write on its reply
+        self._last_corr = 0
+        self._close_on_corr: int | None = None
+        self._subs: dict[str, _Subscription] = {}
+        self._by_sid: dict[int, _Subscription] = {}
+        self._ack_owner: dict[str, _Subscription] = {}  # ack id -> its subscription
+        self._msg_ack: dict[str, str] = {}  # message-id -> ack id (1.0/1.1 ACK by message-id)
+        self._stale: dict[str, None] = {}
+        self._txs: dict[str, _Transaction] = {}
+        self._temps: dict[str, str] = {}  # "/temp-queue/NAME" -> "temp-queue://..."
+        self._settle: dict[int, list[int]] = {}  # auto-ack deliveries, by session
+        self._settle_scheduled = False
+        self._held_credit: dict[int, int] = {}  # credit withheld while writing is paused
+
+    @property
+    def state(self) -> State:
+        """Where the connection is in its life (the wire object's state)."""
+        return self.wire.state
+
+    # ---- input ----------------------------------------------------------------------------
+    def data_received(self, data: bytes) -> None:
+        """Octets from the client: frames become engine requests, in order."""
+        wire = self.wire
+        state = wire.state
+        if state is _OPEN:
+            try:
+                frames = wire.receive_frames(data, self.loop.time())
+            except ProtocolViolation as exc:
+                self._violated(exc)
+                return
+            try:
+                for frame in frames:
+                    if wire.state is not _OPEN:
+                        break
+                    self._frame(frame)
+            finally:
+                self.host.rearm()
+            return
+        if state is _CLOSED:
+            return
+        try:
+            events = wire.receive_data(data, self.loop.time())
+        except ProtocolViolation as exc:
+            self._violated(exc)
+            return
+        if events:
+            self._on_events(events)
+            self.host.rearm()
+
+    def _violated(self, exc: ProtocolViolation) -> None:
+        """Act on what came before the violation, then report it and close."""
+        if exc.before:
+            self._on_events(exc.before)
+            self.host.rearm()
+        self.fail(str(exc), receipt=exc.receipt_id)
+
+    def _on_events(self, events: Sequence[Event]) -> None:
+        for ev in events:
+            if self.wire.state is _CLOSED:
+                return
+            if isinstance(ev, ConnectReceived):
+                frame = ev.frame
+                self._check_credentials(
+                    frame.get("login"),
+                    frame.get("passcode"),
+                    functools.partial(self._auth_finished, frame),
+                )
+            elif isinstance(ev, StompFrame):
+                self._frame(ev)
+
+    def _frame(self, frame: StompFrame) -> None:
+        """One frame of an OPEN connection."""
+        handler = _HANDLERS.get(frame.command)
+        if handler is None:
+            self.fail(f"{frame.command} is not a frame a client sends once connected")
+            return
+        try:
+            handler(self, frame)
+        except JMSException as exc:
+            self.fail(str(exc), receipt=frame.get("receipt"))
+        except Exception as exc:  # a bug here: this connection only pays for it
+            log.exception("event=internal_error peer=%s frame=%s", self.peer, frame.command)
+            self.fail(f"internal error handling {frame.command}: {type(exc).__name__}")
+
+    # ---- requests and replies -------------------------------------------------------------
+    def _request(self, req: c.Request, receipt: str | None = None) -> None:
+        """Hand ``req`` (whose ``corr`` came from :meth:`_corr`) to the broker; ``receipt``
+        is written when its reply comes."""
+        self._pending[req.corr] = [receipt] if receipt is not None else []
+        self._last_corr = req.corr
+        self._submit(req)
+
+    def _corr(self) -> int:
+        return next(self._corrs)
+
+    def _receipt(self, frame: StompFrame) -> None:
+        """Write ``frame``'s receipt once every request sent before it is answered."""
+        receipt = frame.get("receipt")
+        if receipt is None:
+            return
+        waiting = self._pending.get(self._last_corr)
+        if waiting is not None:
+            waiting.append(receipt)
+        else:
+            self._write(encode_frame("RECEIPT", [("receipt-id", receipt)], version=self._version))
+
+    @property
+    def _version(self) -> str:
+        return self.wire.version
+
+    def _emit(self, cmd: c.Command) -> None:
+        """The engine's output callback: never calls back into the engine."""
+        if self.wire.state is _CLOSED:
+            return
+        if isinstance(cmd, c.Deliver):
+            self._deliver(cmd)
+            return
+        if isinstance(cmd, (c.ConnectionFailed, c.SendFailed)):
+            self.fail(cmd.message)
+            return
+        corr = cmd.corr
+        receipts = self._pending.pop(corr, [])
+        self._replied()
+        if isinstance(cmd, c.Error):
+            self.fail(cmd.message, receipt=receipts[0] if receipts else None)
+            return
+        if isinstance(cmd, c.Connected):
+            self._write(
+                self.wire.connected_frame(cmd.connection_id, server=f"ternmq/{__version__}")
+            )
+        for receipt in receipts:
+            self._write(encode_frame("RECEIPT", [("receipt-id", receipt)], version=self._version))
+        if self._close_on_corr == corr:
+            self.close("disconnected")
+
+    def _deliver(self, d: c.Deliver) -> None:
+        sub = self._by_sid.get(d.consumer_id)
+        if sub is None:
+            return  # unsubscribed meanwhile: the engine took it back
+        msg = decode_message(d.message)
+        ack_id: str | None = None
+        if sub.ack != "auto":
+            ack_id = str(d.delivery_id)
+            mid = msg._message_id if self._version != "1.2" else None
+            sub.unacked[ack_id] = (d.delivery_id, mid)
+            self._ack_owner[ack_id] = sub
+            if mid:
+                self._msg_ack[mid] = ack_id
+        headers, body = message_headers(
+            msg, subscription=sub.id, ack=ack_id, delivery_count=d.delivery_count
+        )
+        self._write(encode_frame("MESSAGE", headers, body, version=self._version))
+        if sub.ack == "auto":
+            ids = self._settle.setdefault(sub.sid, [])
+            ids.append(d.delivery_id)
+            if not self._settle_scheduled:
+                self._settle_scheduled = True
+                self.loop.call_soon(self._settle_auto)
+
+    def _settle_auto(self) -> None:
+        """Acknowledge the auto-ack deliveries written since the last call; their credit
+        returns at once unless the socket's write buffer is full."""
+        self._settle_scheduled = False
+        settle, self._settle = self._settle, {}
+        if self.wire.state is not _OPEN:
+            return
+        for sid, ids in settle.items():
+            if sid not in self._by_sid:
+                continue
+            self._request(c.Ack(corr=self._corr(), session_id=sid, delivery_ids=ids))
+            self._credit(sid, len(ids))
+        self.host.rearm()
+
+    def _credit(self, sid: int, n: int) -> None:
+        if "write" in self._paused:
+            self._held_credit[sid] = self._held_credit.get(sid, 0) + n
+            return
+        self._request(c.Credit(corr=self._corr(), consumer_id=sid, messages=n))
+
+    def resume_writing(self) -> None:
+        """The socket drained: return the credit held back while it was full."""
+        super().resume_writing()
+        held, self._held_credit = self._held_credit, {}
+        if self.wire.state is _OPEN:
+            for sid, n in held.items():
+                if sid in self._by_sid:
+                    self._request(c.Credit(corr=self._corr(), consumer_id=sid, messages=n))
+            self.host.rearm()
+
+    # ---- CONNECT --------------------------------------------------------------------------
+    def _auth_finished(self, frame: StompFrame, error: str | None) -> None:
+        wire = self.wire
+        if wire.state is not State.AUTH:
+            return  # closed meanwhile
+        login = frame.get("login")
+        if error is not None:
+            log_event(log, logging.WARNING, "auth_failed", peer=self.peer, user=login, reason=error)
+            wire.refuse()
+            self._write(wire.error_frame(error, detail="check the login and passcode headers"))
+            self._shut("authentication failed", drop=False)
+            return
+        broker = self.host.broker
+        if broker is None:
+            return
+        wire.accept()
+        self._cancel_handshake_timer()
+        self._opened()
+        self.conn = broker.connect(self._emit)
+        self.user = self.host.principal(login)
+        client_id = frame.get("client-id")
+        self._request(c.Connect(corr=self._corr(), user=self.user, client_id=client_id))
+        self._request(c.CreateSession(corr=self._corr(), session_id=_SEND_SESSION))
+        if self.wire.state is not _OPEN:
+            self.host.rearm()
+            return
+        log_event(
+            log,
+            logging.INFO,
+            "connection_open",
+            peer=self.peer,
+            conn=self._conn_id,
+            user=self.user,
+            client_id=client_id,
+            listener=self.scheme,
+            protocol="stomp",
+            version=wire.version,
+        )
+        self._resume("auth")
+        try:
+            held = wire.take_held()
+        except ProtocolViolation as exc:
+            self._violated(exc)
+            return
+        for frame in held:
+            if self.wire.state is not _OPEN:
+                break
+            self._frame(frame)
+        self.host.rearm()
+
+    # ---- destinations ---------------------------------------------------------------------
+    def _resolve(self, text: str) -> Destination:
+        """A STOMP destination as a JMS one; ``/temp-queue/NAME`` and ``/temp-topic/NAME``
+        name a temporary destination of this connection (created on first use), unless NAME
+        is one the broker already has (a ``reply-to`` of another connection)."""
+        if text.startswith("/temp-"):
+            known = self._temps.get(text)
+            if known is not None:
+                return destination(known)
+            jms = destination(jms_destination(text))
+            broker = self.host.broker
+            if broker is not None and (jms in broker.queues or jms in broker.topics):
+                return jms
+            assert self.conn is not None
+            name = f"{self.conn.id.removeprefix('ID:')}.{jms.name}"
+            topic = jms.is_topic
+            made: Destination = TemporaryTopic(name) if topic else TemporaryQueue(name)
+            self._temps[text] = str(made)
+            self._request(c.CreateTemporary(corr=self._corr(), topic=topic, name=name))
+            return made
+        return destination(jms_destination(text))
+
+    # ---- frames ---------------------------------------------------------------------------
+    def _on_send(self, frame: StompFrame) -> None:
+        conn = self.conn
+        broker = self.host.broker
+        if conn is None or broker is None:
+            return
+        tx = self._transaction(frame)
+        msg = message_from_send(
+            frame.headers,
+            frame.body,
+            now_ms=broker.clock.now_ms(),
+            message_id=f"ID:{_PROCESS_ID}-{conn.id.removeprefix('ID:')}-{next(self._msg_ids)}",
+            resolve=self._resolve,
+        )
+        assert msg._destination is not None
+        group = msg._properties.get("JMSXGroupID")
+        seq = msg._properties.get("JMSXGroupSeq", 0)
+        req = c.Send(
+            corr=self._corr(),
+            session_id=tx.sid if tx is not None else _SEND_SESSION,
+            destination=str(msg._destination),
+            message=encode_message(msg),
+            persistent=msg._delivery_mode == 2,
+            priority=msg._priority,
+            expiration=msg._expiration,
+            delivery_time=msg._delivery_time,
+            group_id=group if isinstance(group, str) else None,
+            group_seq=seq if isinstance(seq, int) and not isinstance(seq, bool) else 0,
+        )
+        self._request(req, frame.get("receipt"))
+
+    def _on_subscribe(self, frame: StompFrame) -> None:
+        sub_id = frame.get("id")
+        if sub_id is None:
+            if self._version != "1.0":
+                raise JMSException("SUBSCRIBE needs an id header (any string unique here)")
+            sub_id = frame.get("destination") or ""
+        if sub_id in self._subs:
+            raise JMSException(f"subscription id {sub_id!r} is in use: choose another id")
+        dest_text = frame.get("destination")
+        if dest_text is None:
+            raise JMSException("SUBSCRIBE needs a destination header, e.g. /queue/NAME")
+        ack = frame.get("ack", "auto")
+        if ack not in _ACK_MODES:
+            raise JMSException(f"ack:{ack} is not auto, client or client-individual")
+        dest = self._resolve(dest_text)
+        durable = next((v for h in _DURABLE_HEADERS if (v := frame.get(h))), None)
+        shared = frame.get(SHARED_HEADER)
+        kind: c.SubscriptionKind = "none"
+        name: str | None = None
+        if shared and durable:
+            if shared != durable:
+                raise JMSException(
+                    f"{SHARED_HEADER}:{shared} and a durable name {durable!r} differ: give "
+                    "the same name to both for a shared durable subscription"
+                )
+            kind, name = "shared_durable", shared
+        elif shared:
+            kind, name = "shared", shared
+        elif durable:
+            kind, name = "durable", durable
+        if kind != "none" and not dest.is_topic:
+            raise JMSException(
+                f"{dest_text} is a queue: durable and shared subscriptions need a /topic/"
+            )
+        prefetch_text = frame.get("activemq.prefetchSize")
+        prefetch = DEFAULT_PREFETCH
+        if prefetch_text is not None:
+            try:
+                prefetch = int(prefetch_text)
+            except ValueError:
+                prefetch = -1
+            if prefetch < 1:
+                raise JMSException(
+                    f"activemq.prefetchSize:{prefetch_text} must be a positive integer"
+                )
+        sid = next(self._ids)
+        sub = _Subscription(
+            sub_id, sid, ack, name if kind in ("durable", "shared_durable") else None
+        )
+        self._subs[sub_id] = sub
+        self._by_sid[sid] = sub
+        self._request(c.CreateSession(corr=self._corr(), session_id=sid))
+        self._request(
+            c.CreateConsumer(
+                corr=self._corr(),
+                session_id=sid,
+                consumer_id=sid,
+                destination=str(dest),
+                selector=frame.get("selector") or None,
+                kind=kind,
+                subscription=name,
+                prefetch=prefetch,
+            ),
+            frame.get("receipt"),
+        )
+
+    def _on_unsubscribe(self, frame: StompFrame) -> None:
+        sub_id = frame.get("id") or (frame.get("destination") if self._version == "1.0" else None)
+        durable = next((v for h in _DURABLE_HEADERS if (v := frame.get(h))), None)
+        sub = self._subs.pop(sub_id, None) if sub_id is not None else None
+        if sub is None and durable is None:
+            raise JMSException(
+                f"no subscription with id {sub_id!r} on this connection: UNSUBSCRIBE names "
+                "the id of an earlier SUBSCRIBE"
+            )
+        if sub is not None:
+            del self._by_sid[sub.sid]
+            delivered = [did for did, _ in sub.unacked.values()]
+            self._forget(sub)
+            self._request(
+                c.CloseSession(corr=self._corr(), session_id=sub.sid, delivered=delivered)
+            )
+        if durable is not None:
+            self._request(c.Unsubscribe(corr=self._corr(), session_id=_SEND_SESSION, name=durable))
+        self._receipt(frame)
+
+    def _forget(self, sub: _Subscription) -> None:
+        """Drop ``sub``'s outstanding ack ids (released by the engine): a late ACK of one is
+        ignored rather than an error."""
+        stale = self._stale
+        for ack_id, (_, mid) in sub.unacked.items():
+            stale[ack_id] = None
+            self._ack_owner.pop(ack_id, None)
+            if mid:
+                stale[mid] = None
+                self._msg_ack.pop(mid, None)
+        sub.unacked.clear()
+        while len(stale) > _STALE_MAX:
+            del stale[next(iter(stale))]
+
+    def _take(self, sub: _Subscription, ack_id: str) -> int:
+        """Settle one handed-over message of ``sub``: its delivery id."""
+        did, mid = sub.unacked.pop(ack_id)
+        del self._ack_owner[ack_id]
+        if mid:
+            self._msg_ack.pop(mid, None)
+        return did
+
+    def _acked(self, frame: StompFrame) -> tuple[_Subscription, list[int]] | None:
+        """The subscription and deliveries an ACK or NACK settles (cumulative for
+        ``ack:client``), removed from the unacknowledged; None for an id released before
+        (by a NACK, an ABORT or UNSUBSCRIBE: the message comes again with a new id)."""
+        ack_id = frame.get("id")
+        if ack_id is None:  # STOMP 1.0 and 1.1 name the message-id
+            mid = frame.get("message-id")
+            if mid is None:
+                raise JMSException(
+                    f"{frame.command} needs an id header (the MESSAGE's ack header), or in "
+                    "STOMP 1.0/1.1 a message-id header"
+                )
+            ack_id = self._msg_ack.get(mid)
+            if ack_id is None:
+                if mid in self._stale:
+                    return None
+                raise JMSException(
+                    f"no message {mid!r} awaits acknowledgement on this connection: ACK or "
+                    "NACK a MESSAGE of an ack:client or ack:client-individual subscription, once"
+                )
+        sub = self._ack_owner.get(ack_id)
+        if sub is None:
+            if ack_id in self._stale:
+                return None
+            raise JMSException(
+                f"no message with ack id {ack_id!r} awaits acknowledgement on this "
+                "connection: ACK or NACK the ack header of a MESSAGE of an ack:client or "
+                "ack:client-individual subscription, once"
+            )
+        if sub.ack == "client":
+            ids: list[int] = []
+            for key in list(sub.unacked):
+                ids.append(self._take(sub, key))
+                if key == ack_id:
+                    break
+            return sub, ids
+        return sub, [self._take(sub, ack_id)]
+
+    def _on_ack(self, frame: StompFrame) -> None:
+        tx = self._transaction(frame)
+        settled = self._acked(frame)
+        if settled is not None:
+            sub, ids = settled
+            if tx is not None:
+                tx.acks.append((sub, ids))
+            else:
+                self._request(c.Ack(corr=self._corr(), session_id=sub.sid, delivery_ids=ids))
+                self._credit(sub.sid, len(ids))
+        self._receipt(frame)
+
+    def _on_nack(self, frame: StompFrame) -> None:
+        tx = self._transaction(frame)
+        settled = self._acked(frame)
+        if settled is not None:
+            sub, ids = settled
+            if tx is not None:
+                tx.nacks.append((sub, ids))
+            else:
+                self._release(sub, ids)
+        self._receipt(frame)
+
+    def _release(self, sub: _Subscription, ids: list[int]) -> None:
+        """Give ``ids`` back counted (the redelivery policy applies); the engine returns the
+        subscription's other outstanding deliveries with them, uncounted."""
+        self._forget(sub)
+        self._request(c.Release(corr=self._corr(), session_id=sub.sid, delivered=ids))
+        self._credit(sub.sid, len(ids))
+
+    def _transaction(self, frame: StompFrame) -> _Transaction | None:
+        name = frame.get("transaction")
+        if name is None:
+            return None
+        tx = self._txs.get(name)
+        if tx is None:
+            raise JMSException(f"no transaction {name!r} is open: BEGIN it first")
+        return tx
+
+    def _on_begin(self, frame: StompFrame) -> None:
+        name = frame.get("transaction")
+        if not name:
+            raise JMSException("BEGIN needs a transaction header (a name for it)")
+        if name in self._txs:
+            raise JMSException(f"transaction {name!r} is already open: COMMIT or ABORT it")
+        tx = _Transaction(next(self._ids))
+        self._txs[name] = tx
+        self._request(c.CreateSession(corr=self._corr(), session_id=tx.sid, transacted=True))
+        self._receipt(frame)
+
+    def _end(self, frame: StompFrame) -> _Transaction:
+        name = frame.get("transaction")
+        tx = self._txs.pop(name, None) if name else None
+        if tx is None:
+            raise JMSException(
+                f"{frame.command} names no open transaction ({name!r}): BEGIN one first"
+            )
+        return tx
+
+    def _on_commit(self, frame: StompFrame) -> None:
+        tx = self._end(frame)
+        self._request(c.Commit(corr=self._corr(), session_id=tx.sid))
+        for sub, ids in tx.acks:
+            if sub.sid in self._by_sid:
+                self._request(c.Ack(corr=self._corr(), session_id=sub.sid, delivery_ids=ids))
+                self._credit(sub.sid, len(ids))
+        for sub, ids in tx.nacks:
+            if sub.sid in self._by_sid:
+                self._release(sub, ids)
+        self._request(c.CloseSession(corr=self._corr(), session_id=tx.sid))
+        self._receipt(frame)
+
+    def _on_abort(self, frame: StompFrame) -> None:
+        tx = self._end(frame)
+        self._request(c.Rollback(corr=self._corr(), session_id=tx.sid))
+        for sub, ids in tx.acks + tx.nacks:
+            if sub.sid in self._by_sid:
+                self._release(sub, ids)
+        self._request(c.CloseSession(corr=self._corr(), session_id=tx.sid))
+        self._receipt(frame)
+
+    def _on_disconnect(self, frame: StompFrame) -> None:
+        corr = self._corr()
+        self._close_on_corr = corr
+        self._request(c.Disconnect(corr=corr), frame.get("receipt"))
+
+    # ---- timers ---------------------------------------------------------------------------
+    def check_timers(self, now: float) -> None:
+        """The server's sweep: send a heart-beat, close a dead peer or an expired handshake."""
+        wire = self.wire
+        action = wire.check_timers(now, self.last_sent)
+        if action is None:
+            return
+        if action is Timeout.HEARTBEAT:
+            self._write(HEARTBEAT_EOL)
+            self.last_sent = now
+        elif action is Timeout.PEER_DEAD:
+            self._peer_dead(now - wire.last_heard)
+        elif action is Timeout.FRAME:
+            self.fail("a frame took longer than frame_timeout to arrive: send whole frames")
+        else:
+            self._handshake_expired()
+
+    def _handshake_expired(self) -> None:
+        if self.wire.state not in (State.CONNECT, State.AUTH):
+            return
+        log_event(log, logging.WARNING, "handshake_timeout", peer=self.peer, protocol="stomp")
+        self._write(
+            self.wire.error_frame(
+                "no CONNECT within handshake_timeout", detail="send CONNECT first, at once"
+            )
+        )
+        self.close("handshake timeout", drop=True)
+
+    # ---- closing --------------------------------------------------------------------------
+    def _mark_closed(self) -> bool:
+        wire = self.wire
+        if wire.state is _CLOSED:
+            return False
+        wire.close()
+        return True
+
+    def fail(self, problem: str, *, receipt: str | None = None) -> None:
+        """Report ``problem`` to the peer (one ERROR frame) and close."""
+        wire = self.wire
+        if wire.state is _CLOSED:
+            return
+        log_event(
+            log,
+            logging.WARNING,
+            "protocol_error",
+            peer=self.peer,
+            conn=self._conn_id,
+            user=self.user,
+            protocol="stomp",
+            state=wire.state.value,
+            problem=problem,
+        )
+        self._write(wire.error_frame(problem, receipt_id=receipt))
+        self.close("protocol error", drop=True)
+
+
+_HANDLERS: Final = {
+    "SEND": StompConnection._on_send,
+    "SUBSCRIBE": StompConnection._on_subscribe,
+    "UNSUBSCRIBE": StompConnection._on_unsubscribe,
+    "ACK": StompConnection._on_ack,
+    "NACK": StompConnection._on_nack,
+    "BEGIN": StompConnection._on_begin,
+    "COMMIT": StompConnection._on_commit,
+    "ABORT": StompConnection._on_abort,
+    "DISCONNECT": StompConnection._on_disconnect,
+}
+
+
+def is_stomp_start(data: bytes) -> bool | None:
+    """Whether the first octets of a connection are STOMP (``CONNECT``, ``STOMP``, or EOLs
+    before them); None while too few octets have arrived to tell."""
+    head = data.lstrip(b"\r\n")
+    if not head:
+        return None if len(data) < 16 else False
+    for word in (b"CONNECT", b"STOMP"):
+        n = min(len(head), len(word))
+        if head[:n] == word[:n]:
+            return True if n == len(word) else None
+    return False
+
+
+class NativeOrStompConnection(NativeConnection):
+    """A connection of the main (native) listener that hands itself to the STOMP gateway
+    when its first octets are STOMP (``CONNECT``, ``STOMP``, or EOLs before them), as
+    Artemis's acceptors do (SERVER.md "Listeners and ports").
+
+    Only the first chunk (or the few octets it takes to tell) is looked at: then the
+    instance's ``data_received`` becomes :class:`NativeConnection`'s own, and the transport
+    is told again who its protocol is (uvloop caches the bound method), so the native hot
+    path pays nothing for the detection.
+    """
+
+    def __init__(self, host: ConnectionHost, scheme: str) -> None:
+        super().__init__(host, scheme)
+        self._head = b""
+
+    def data_received(self, data: bytes) -> None:
+        """The first octets: decide which protocol this connection speaks."""
+        head = self._head + data if self._head else data
+        verdict = is_stomp_start(head)
+        if verdict is None:
+            self._head = head  # at most a few octets: a prefix of CONNECT, or EOLs
+            return
+        self._head = b""
+        native = types.MethodType(NativeConnection.data_received, self)
+        self.data_received = native  # type: ignore[method-assign]
+        t = self.transport
+        if t is None or t.is_closing():
+            return
+        if not verdict:
+            t.set_protocol(self)
+            native(head)
+            return
+        self._mark_closed()
+        self._cancel_timers()
+        self.host.unregister(self)
+        stomp = StompConnection(self.host, self.scheme)
+        t.set_protocol(stomp)
+        stomp.connection_made(t)
+        stomp.data_received(head)

@@ -1,0 +1,188 @@
+"""stomp.py (PyPI; a client no one here wrote) against a real ``ternmq serve``: queues,
+topics, durable subscriptions, selectors, the three ack modes, NACK, transactions and
+receipts."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+stomp = pytest.importorskip("stomp")
+
+from ._support import start_server  # noqa: E402
+
+TIMEOUT = 10.0
+
+
+class Inbox(stomp.ConnectionListener):  # type: ignore[misc]
+    """Collects MESSAGE frames, receipts and errors."""
+
+    def __init__(self) -> None:
+        self.messages: queue.Queue[Any] = queue.Queue()
+        self.receipts: set[str] = set()
+        self.errors: list[Any] = []
+        self.cond = threading.Condition()
+
+    def on_message(self, frame: Any) -> None:
+        self.messages.put(frame)
+
+    def on_receipt(self, frame: Any) -> None:
+        with self.cond:
+            self.receipts.add(frame.headers["receipt-id"])
+            self.cond.notify_all()
+
+    def on_error(self, frame: Any) -> None:
+        self.errors.append(frame)
+
+    def get(self, timeout: float = TIMEOUT) -> Any:
+        return self.messages.get(timeout=timeout)
+
+    def none(self, wait: float = 0.4) -> None:
+        with pytest.raises(queue.Empty):
+            self.messages.get(timeout=wait)
+
+    def wait_receipt(self, rid: str) -> None:
+        with self.cond:
+            assert self.cond.wait_for(lambda: rid in self.receipts, TIMEOUT), rid
+
+
+@pytest.fixture(scope="module")
+def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    server, stomp_port = start_server(
+        tmp_path_factory.mktemp("stomppy"), "[broker]\nmax_delivery_attempts = 2\n"
+    )
+    try:
+        yield stomp_port
+    finally:
+        server.kill()
+
+
+Client = tuple[Any, Inbox]
+
+
+def connect(port: int, **headers: str) -> Client:
+    conn = stomp.Connection12([("127.0.0.1", port)], auto_content_length=False)
+    inbox = Inbox()
+    conn.set_listener("", inbox)
+    conn.connect(wait=True, headers=headers)
+    return conn, inbox
+
+
+@pytest.fixture
+def clients(port: int) -> Iterator[list[Client]]:
+    made: list[Client] = []
+    yield made
+    for conn, _ in made:
+        if conn.is_connected():
+            conn.disconnect()
+
+
+def new(clients: list[Client], port: int, **headers: str) -> Client:
+    c = connect(port, **headers)
+    clients.append(c)
+    return c
+
+
+def test_queue_with_receipt(port: int, clients: list[Client]) -> None:
+    conn, inbox = new(clients, port)
+    conn.subscribe("/queue/py.q", id="1", receipt="sub")
+    inbox.wait_receipt("sub")
+    conn.send("/queue/py.q", "hello", receipt="sent", persistent="true")
+    inbox.wait_receipt("sent")
+    assert inbox.get().body == "hello"
+
+
+def test_topic(port: int, clients: list[Client]) -> None:
+    (a, ia), (b, ib) = new(clients, port), new(clients, port)
+    for c, i in ((a, ia), (b, ib)):
+        c.subscribe("/topic/py.t", id="t", receipt="s")
+        i.wait_receipt("s")
+    a.send("/topic/py.t", "news")
+    assert ia.get().body == "news" and ib.get().body == "news"
+
+
+def test_durable_subscription(port: int, clients: list[Client]) -> None:
+    conn, inbox = new(clients, port, **{"client-id": "py-durable"})
+    conn.subscribe("/topic/py.d", id="d", headers={"durable-subscription-name": "keep"})
+    conn.unsubscribe("d", receipt="u")
+    inbox.wait_receipt("u")
+    conn.disconnect()
+    pub, ip = new(clients, port)
+    pub.send("/topic/py.d", "kept", receipt="p")
+    ip.wait_receipt("p")
+    conn, inbox = new(clients, port, **{"client-id": "py-durable"})
+    conn.subscribe("/topic/py.d", id="d", headers={"activemq.subscriptionName": "keep"})
+    assert inbox.get().body == "kept"
+
+
+def test_selector(port: int, clients: list[Client]) -> None:
+    conn, inbox = new(clients, port)
+    conn.subscribe("/queue/py.sel", id="s", headers={"selector": "kind = 'b'"}, receipt="r")
+    inbox.wait_receipt("r")
+    conn.send("/queue/py.sel", "a", headers={"kind": "a"})
+    conn.send("/queue/py.sel", "b", headers={"kind": "b"})
+    assert inbox.get().body == "b"
+    inbox.none()
+
+
+@pytest.mark.parametrize("mode", ["auto", "client", "client-individual"])
+def test_ack_modes(port: int, clients: list[Client], mode: str) -> None:
+    dest = f"/queue/py.ack.{mode}"
+    conn, inbox = new(clients, port)
+    for i in range(3):
+        conn.send(dest, str(i))
+    conn.subscribe(dest, id="a", ack=mode)
+    got = [inbox.get() for _ in range(3)]
+    assert [f.body for f in got] == ["0", "1", "2"]
+    if mode == "client":
+        conn.ack(got[1].headers["ack"], receipt="acked")  # cumulative: 0 and 1
+    elif mode == "client-individual":
+        conn.ack(got[0].headers["ack"])
+        conn.ack(got[1].headers["ack"], receipt="acked")
+    if mode != "auto":
+        inbox.wait_receipt("acked")
+    conn.disconnect()
+    again, inbox2 = new(clients, port)
+    again.subscribe(dest, id="a")
+    if mode == "auto":
+        inbox2.none()
+    else:
+        redelivered = inbox2.get()
+        assert redelivered.body == "2"
+        assert redelivered.headers["redelivered"] == "true"
+        inbox2.none()
+
+
+def test_nack_to_dead_letter_queue(port: int, clients: list[Client]) -> None:
+    conn, inbox = new(clients, port)
+    conn.send("/queue/py.nack", "bad", persistent="true")
+    conn.subscribe("/queue/py.nack", id="n", ack="client-individual")
+    for attempt in ("1", "2"):  # max_delivery_attempts = 2
+        f = inbox.get()
+        assert f.headers["JMSXDeliveryCount"] == attempt
+        conn.nack(f.headers["ack"])
+    inbox.none()
+    conn.subscribe("/queue/DLQ", id="dlq")
+    assert inbox.get().body == "bad"
+
+
+def test_transactions(port: int, clients: list[Client]) -> None:
+    conn, inbox = new(clients, port)
+    watcher, wi = new(clients, port)
+    watcher.subscribe("/queue/py.tx", id="w", receipt="w")
+    wi.wait_receipt("w")
+    tx = conn.begin()
+    conn.send("/queue/py.tx", "in tx", transaction=tx)
+    wi.none()
+    conn.commit(tx, receipt="c")
+    inbox.wait_receipt("c")
+    assert wi.get().body == "in tx"
+    tx2 = conn.begin()
+    conn.send("/queue/py.tx", "aborted", transaction=tx2)
+    conn.abort(tx2, receipt="a")
+    inbox.wait_receipt("a")
+    wi.none()
