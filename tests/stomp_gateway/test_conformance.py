@@ -433,6 +433,29 @@ def test_nack_redelivers_then_dead_letters(port: int) -> None:
         assert dead.body == b"poison"
 
 
+def test_nack_returns_only_the_nacked_message(port: int) -> None:
+    """A NACK gives back that message alone: the subscription's other unacknowledged message
+    keeps its ack id (its ACK settles it, no redelivery), and only the NACKed one returns,
+    marked redelivered."""
+    with client(port) as cl:
+        for body in (b"one", b"two"):
+            send(cl, "/queue/conf.nack1", body)
+        subscribe(cl, "/queue/conf.nack1", "n", ("ack", "client-individual"))
+        first, second = cl.recv(), cl.recv()
+        assert (first.body, second.body) == (b"one", b"two")
+        cl.call("NACK", [("id", first.get("ack") or "")])
+        again = cl.recv()
+        assert again.body == b"one"
+        assert again.get("redelivered") == "true"
+        assert again.get("JMSXDeliveryCount") == "2"
+        cl.call("ACK", [("id", second.get("ack") or "")])  # still valid after the NACK
+        cl.call("ACK", [("id", again.get("ack") or "")])
+        no_frame(cl)
+    with client(port) as cl:
+        subscribe(cl, "/queue/conf.nack1", "n2")
+        no_frame(cl)  # both settled: nothing comes back
+
+
 def test_unknown_ack_id_is_an_error(port: int) -> None:
     with client(port) as cl:
         cl.send("ACK", [("id", "nope")])

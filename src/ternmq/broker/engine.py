@@ -988,11 +988,26 @@ class Broker:
         s = self._session(conn, req.session_id)
         return c.Released(corr=req.corr, delivery_ids=self._release(s, set(req.delivered)))
 
+    def _on_nack(self, conn: BrokerConnection, req: c.Nack) -> c.Reply:
+        s = self._session(conn, req.session_id)
+        outstanding = s.outstanding
+        ids = [did for did in req.delivery_ids if did in outstanding]
+        entries = [outstanding.pop(did) for did in ids]
+        self._give_back(ids, entries, set(ids))
+        return c.Released(corr=req.corr, delivery_ids=ids)
+
     def _release(self, s: Session, delivered: set[int]) -> list[int]:
         """Return every outstanding delivery of ``s`` to its queue (REL-10, REL-16)."""
         ids = sorted(s.outstanding)
         entries = [s.outstanding[i] for i in ids]
         s.outstanding.clear()
+        self._give_back(ids, entries, delivered)
+        return ids
+
+    def _give_back(self, ids: list[int], entries: list[Entry], delivered: set[int]) -> None:
+        """Return the deliveries ``ids`` (``entries``, already taken out of their session's
+        outstanding) to their queues: those in ``delivered`` as failed attempts (counted, the
+        redelivery policy and the dead-letter queue apply), the others uncounted."""
         now = self.clock.now_ms()
         for did, e in zip(ids, entries):
             consumer = e.consumer
@@ -1024,7 +1039,6 @@ class Broker:
             else:
                 self._return_uncounted(e)
             self._dirty.add(q)
-        return ids
 
     def _return_uncounted(self, e: Entry) -> None:
         """A delivery the application never saw goes back without counting (notes item 3);
@@ -1674,6 +1688,7 @@ Broker._handlers = {
     c.Ack: Broker._on_ack,
     c.Expired: Broker._on_expired,
     c.Release: Broker._on_release,
+    c.Nack: Broker._on_nack,
     c.Commit: Broker._on_commit,
     c.Rollback: Broker._on_rollback,
     c.Browse: Broker._on_browse,

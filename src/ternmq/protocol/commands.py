@@ -59,6 +59,7 @@ __all__ = [
     "Purge",
     "RangeResult",
     "ReadRange",
+    "Nack",
     "Release",
     "Released",
     "Reply",
@@ -207,6 +208,17 @@ class Release(_Request, frozen=True, kw_only=True, tag=True):
 
     session_id: int
     delivered: list[int] = msgspec.field(default_factory=list)
+
+
+class Nack(_Request, frozen=True, kw_only=True, tag=True):
+    """Return some outstanding deliveries of a session as failed delivery attempts (a STOMP
+    NACK): each counts towards ``max_delivery_attempts`` (then the dead-letter queue) and
+    comes back per the redelivery policy; the session's other deliveries are untouched.
+    Replied to with ``Released`` listing the ids taken back (ids no longer outstanding are
+    skipped)."""
+
+    session_id: int
+    delivery_ids: list[int]
 
 
 class Commit(_Request, frozen=True, kw_only=True, tag=True):
@@ -521,6 +533,7 @@ Request = (
     | Ack
     | Expired
     | Release
+    | Nack
     | Commit
     | Rollback
     | Browse

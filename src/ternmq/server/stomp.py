@@ -23,11 +23,12 @@ UNSUBSCRIBE        ``CloseSession`` n (handed-over, unacknowledged messages coun
                    delivered); with a durable name header also ``Unsubscribe``
 ACK                ``Ack`` on the subscription's session, then ``Credit`` (the prefetch
                    window is the number of unacknowledged messages)
-NACK               ``Release`` with the NACKed deliveries as delivered: the redelivery
-                   policy (delay, ``max_delivery_attempts``, dead-letter queue) applies
+NACK               ``Nack`` of the NACKed deliveries: each is a failed delivery attempt
+                   (delay, ``max_delivery_attempts``, dead-letter queue apply); the
+                   subscription's other deliveries are untouched
 BEGIN              ``CreateSession`` t (transacted)
 COMMIT             ``Commit`` t, then the ACKs and NACKs held for t, then ``CloseSession``
-ABORT              ``Rollback`` t, ``Release`` of the messages ACKed in t, ``CloseSession``
+ABORT              ``Rollback`` t, ``Nack`` of the messages ACKed in t, ``CloseSession``
 DISCONNECT         ``Disconnect``
 =================  =====================================================================
 
@@ -617,10 +618,9 @@ class StompConnection(GatewayConnection):
         self._receipt(frame)
 
     def _release(self, sub: _Subscription, ids: list[int]) -> None:
-        """Give ``ids`` back counted (the redelivery policy applies); the engine returns the
-        subscription's other outstanding deliveries with them, uncounted."""
-        self._forget(sub)
-        self._request(c.Release(corr=self._corr(), session_id=sub.sid, delivered=ids))
+        """Give ``ids`` back as failed delivery attempts (the redelivery policy applies); the
+        subscription's other deliveries stay outstanding, their ack ids valid."""
+        self._request(c.Nack(corr=self._corr(), session_id=sub.sid, delivery_ids=ids))
         self._credit(sub.sid, len(ids))
 
     def _transaction(self, frame: StompFrame) -> _Transaction | None:
