@@ -48,6 +48,10 @@ SCHEDULED, READY, INFLIGHT, GONE = range(4)
 # 969 B a message beyond the bytes); rounded up for the allocator's slack.
 COPY_OVERHEAD = 384
 
+# A queue that held more than this many ready messages rebuilds its maps and heaps once it
+# has drained to a sixteenth of that peak (see MessageQueue._compact).
+COMPACT_MIN = 4096
+
 
 class Stored:
     """One published message: its bytes and the header values routing needs."""
@@ -213,6 +217,8 @@ class MessageQueue(Counters):
     """
 
     __slots__ = (
+        "_gone_expiring",
+        "_peak",
         "_ready",
         "consumers",
         "deleted",
@@ -243,6 +249,8 @@ class MessageQueue(Counters):
         self.scheduled: list[tuple[int, int, Entry]] = []
         self.expiring: list[tuple[int, int, Entry]] = []
         self.inflight: dict[int, Entry] = {}
+        self._peak = 0  # the most ready entries since the last _compact
+        self._gone_expiring = 0  # entries in ``expiring`` that already left (about)
         self.consumers: list[Any] = []
         self.rr = 0
         self.groups: dict[str, Any] = {}
@@ -295,6 +303,8 @@ class MessageQueue(Counters):
             self.ready_count += 1
         else:
             self._make_ready(entry)
+        if self.ready_count > self._peak:
+            self._peak = self.ready_count
         return entry
 
     def schedule(self, entry: Entry, due: int) -> None:
@@ -373,6 +383,34 @@ class MessageQueue(Counters):
         if entry.stored.paged:
             self.paged -= 1
         self.dequeued += 1
+        if entry.stored.expiration:
+            self._gone_expiring += 1
+            gone = self._gone_expiring
+            if gone > COMPACT_MIN and 2 * gone > len(self.expiring):
+                self._prune_expiring()
+        if self._peak > COMPACT_MIN and (self.ready_count + len(self.inflight)) << 4 < self._peak:
+            self._compact()
+
+    # ---- giving memory back ----------------------------------------------------------------
+    def _prune_expiring(self) -> None:
+        """Drop the entries that already left from the expiry heap (an acknowledged message
+        waits there until its expiration time otherwise, bytes and all)."""
+        self.expiring = [t for t in self.expiring if t[2].state != GONE]
+        heapq.heapify(self.expiring)
+        self._gone_expiring = 0
+
+    def _compact(self) -> None:
+        """Rebuild the maps and heaps after a large backlog drained: a dict keeps the table
+        of its largest size after its entries are deleted (CPython never shrinks one on
+        deletion), so the memory of a drained backlog would stay with the queue."""
+        ready = self._ready
+        for p, od in enumerate(ready):
+            ready[p] = OrderedDict(od)
+        self.inflight = dict(self.inflight)
+        self.scheduled = [t for t in self.scheduled if t[2].state == SCHEDULED]
+        heapq.heapify(self.scheduled)
+        self._prune_expiring()
+        self._peak = self.ready_count
 
     def clear(self) -> list[Entry]:
         """Remove everything; return the entries that were held."""
@@ -389,6 +427,8 @@ class MessageQueue(Counters):
         self.scheduled.clear()
         self.expiring.clear()
         self.bytes = 0
+        self._gone_expiring = 0
+        self._compact()
         return out
 
     # ---- reading -----------------------------------------------------------------------
@@ -411,6 +451,8 @@ class MessageQueue(Counters):
             _, _, entry = heapq.heappop(heap)
             if entry.state in (READY, SCHEDULED):
                 out.append(entry)
+            elif entry.state == GONE and self._gone_expiring:
+                self._gone_expiring -= 1
         return out
 
     def browse_order(self) -> list[Entry]:
