@@ -178,3 +178,134 @@ def test_connect_close_cycles_return_their_memory(serve: Serve) -> None:
     assert cycles == 50_000, cycles
     assert grown_mb < 20, grown_mb
     _connected(server.port)  # still serving
+
+
+MAX_MEMORY = 64 * 1024 * 1024
+RSS_MULTIPLE = 1.5  # docs/operations.md "Limits and abuse": RSS growth <= 1.5 x max_memory_bytes
+
+
+def _flood(port: int, dest: str, body: bytes, deadline: float) -> int:
+    """Send ``body`` to ``dest`` (999 quiet sends, then one awaited) until one is refused
+    or ``deadline``; how many were accepted."""
+    accepted = 0
+    with Raw(port) as prod:
+        assert isinstance(prod.connect(), c.Connected)
+        assert isinstance(prod.request(c.CreateSession(session_id=1)), c.Ok)
+        quiet = encode(c.Send(session_id=1, destination=dest, message=body, quiet=True))
+        while time.monotonic() < deadline:
+            prod.send_bytes(quiet * 999)
+            reply = prod.request(c.Send(session_id=1, destination=dest, message=body))
+            refused = sum(1 for cmd in prod.pending if isinstance(cmd, c.SendFailed))
+            prod.pending.clear()
+            accepted += 999 - refused + isinstance(reply, c.Ok)
+            if refused or not isinstance(reply, c.Ok):
+                assert "full" in getattr(reply, "message", "full"), reply
+                return accepted
+    raise AssertionError(f"the broker took {accepted} messages and was never full")
+
+
+def _drain(sub: Raw, expected: int, deadline: float) -> int:
+    """Read, acknowledge and re-credit deliveries of consumer 1 until ``expected`` came."""
+    got = 0
+    batch: list[int] = []
+    while got < expected and time.monotonic() < deadline:
+        cmd = sub.recv()
+        if not isinstance(cmd, c.Deliver):
+            continue
+        got += 1
+        batch.append(cmd.delivery_id)
+        if len(batch) == 500 or got == expected:
+            sub.send(c.Ack(session_id=1, delivery_ids=batch))
+            sub.send(c.Credit(consumer_id=1, messages=len(batch)))
+            batch = []
+    return got
+
+
+def _wait_rss_below(pid: int, kb: float, timeout: float) -> int:
+    deadline = time.monotonic() + timeout
+    while True:
+        now = rss_kb(pid)
+        if now < kb or time.monotonic() > deadline:
+            return now
+        time.sleep(0.25)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("text_size", [200, 8000])
+def test_a_slow_topic_subscriber_keeps_rss_within_the_memory_limit(
+    serve: Serve, text_size: int
+) -> None:
+    """Item 7: a topic subscriber that does not read while a producer floods messages (small
+    ones: the per-message overhead dominates) until the broker is full at
+    ``max_memory_bytes`` (64 MiB): the server's RSS grows by at most RSS_MULTIPLE x the
+    limit, and falls back to within 16 MiB of the start once the subscriber has consumed
+    the backlog."""
+    server = serve(
+        f'[broker]\nmax_memory_bytes = {MAX_MEMORY}\nfull_policy = "fail"\n'
+        "[limits]\nheartbeat = 60.0\n"
+    )
+    dest = "topic://flood"
+    with Raw(server.port) as sub:
+        assert isinstance(sub.connect(), c.Connected)
+        assert isinstance(sub.request(c.CreateSession(session_id=1)), c.Ok)
+        reply = sub.request(
+            c.CreateConsumer(session_id=1, consumer_id=1, destination=dest, prefetch=1000)
+        )
+        assert isinstance(reply, c.Ok), reply
+        body = text_message("m" * text_size)
+        start = rss_kb(server.proc.pid)
+        t0 = time.monotonic()
+        accepted = _flood(server.port, dest, body, t0 + 120)
+        full = rss_kb(server.proc.pid)
+        grown = (full - start) * 1024
+        print(
+            f"{accepted} messages of {len(body)} B in {time.monotonic() - t0:.1f} s filled "
+            f"max_memory_bytes {MAX_MEMORY >> 20} MiB: RSS {start >> 10} MB -> {full >> 10} MB "
+            f"(+{grown / MAX_MEMORY:.2f} x the limit)"
+        )
+        assert grown <= RSS_MULTIPLE * MAX_MEMORY, grown
+        got = _drain(sub, accepted, time.monotonic() + 120)
+        assert got == accepted
+        after = _wait_rss_below(server.proc.pid, start + 16 * 1024, 20)  # sweeps: 7.5 s
+        print(f"drained: RSS {after >> 10} MB ({(after - start) / 1024:+.1f} MB from the start)")
+        assert after - start < 16 * 1024, after - start
+
+
+def _stat(port: int, dest: str) -> c.DestinationStat:
+    with Raw(port) as raw:
+        assert isinstance(raw.connect(), c.Connected)
+        reply = raw.request(c.Stat(destination=dest))
+    assert isinstance(reply, c.StatResult), reply
+    (st,) = reply.destinations
+    return st
+
+
+def test_messages_recovered_after_a_restart_are_not_paged(serve: Serve) -> None:
+    """Issue 19: after a restart the recovered messages are on disk only (``memory_bytes``
+    0) but not ``paged``: no memory pressure pushed them out, and an operator alerting on
+    paging must not be paged by a restart. Once consumed they leave every figure."""
+    server = serve()
+    with Raw(server.port) as raw:
+        assert isinstance(raw.connect(), c.Connected)
+        assert isinstance(raw.request(c.CreateSession(session_id=1)), c.Ok)
+        for i in range(50):
+            body = text_message(f"kept {i}")
+            reply = raw.request(c.Send(session_id=1, destination="queue://kept", message=body))
+            assert isinstance(reply, c.Ok), reply
+    before = _stat(server.port, "queue://kept")
+    assert (before.depth, before.paged) == (50, 0) and before.memory_bytes > 0
+    assert server.stop() == 0
+    again = serve(data_dir=server.data_dir)
+    st = _stat(again.port, "queue://kept")
+    assert (st.depth, st.paged, st.memory_bytes) == (50, 0, 0), st
+    with Raw(again.port) as raw:
+        assert isinstance(raw.connect(), c.Connected)
+        assert isinstance(raw.request(c.CreateSession(session_id=1)), c.Ok)
+        raw.request(c.CreateConsumer(session_id=1, consumer_id=1, destination="queue://kept"))
+        ids = [raw.recv() for _ in range(50)]
+        assert all(isinstance(d, c.Deliver) for d in ids)
+        ack = c.Ack(session_id=1, delivery_ids=[d.delivery_id for d in ids])  # type: ignore[union-attr]
+        assert isinstance(raw.request(ack), c.Ok)
+    st = _stat(again.port, "queue://kept")
+    assert (st.depth, st.paged, st.memory_bytes) == (0, 0, 0), st

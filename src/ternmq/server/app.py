@@ -50,6 +50,7 @@ from ternmq.broker.host import BrokerHost
 from ternmq.errors import JMSException, ResourceAllocationException
 from ternmq.protocol import commands as c
 from ternmq.server._gateway import ConnectionHost, GatewayConnection, Verdict
+from ternmq.server._memory import MemoryReturn
 from ternmq.server.admission import Admission, PasswordCheck
 from ternmq.server.config import Limits, ListenerConfig, ServerConfig, TlsConfig, load_config
 from ternmq.server.logs import LEVELS, log_event, setup_logging
@@ -140,6 +141,8 @@ class BrokerServer(BrokerHost):
             max_workers=4, thread_name_prefix="ternmq-auth"
         )
         self.admission = Admission(config.limits)
+        # After a large backlog drained, free heap pages go back to the system (_memory.py).
+        self.memory_return = MemoryReturn.for_this_process()
         self._store = store
         self._servers: list[asyncio.Server] = []
         self._bound: list[tuple[str, str]] = []  # (protocol, address) of each server
@@ -209,6 +212,7 @@ class BrokerServer(BrokerHost):
             await self.stop()
             raise
         self._loop_thread = threading.get_ident()
+        self.memory_return.note(broker.total_bytes + broker.staged_bytes)  # the floor
         self._arm_sweeper()
         self.rearm()
 
@@ -400,6 +404,12 @@ class BrokerServer(BrokerHost):
         now = self.loop.time()
         for conn in list(self.connections):
             conn.check_timers(now)
+        broker = self.broker
+        if broker is not None:
+            held = broker.total_bytes + broker.staged_bytes
+            returned = self.memory_return.note(held)
+            if returned is not None:
+                log_event(log, logging.INFO, "memory_returned", held=held, returned=returned)
         self._arm_sweeper()
 
     # ---- ConnectionHost: what a gateway connection may ask ---------------------------------
