@@ -411,8 +411,8 @@ class DestinationStat(msgspec.Struct, frozen=True, kw_only=True, array_like=True
 
     ``depth`` counts messages held (ready, scheduled and in flight); ``memory_bytes`` the message
     bytes held in memory and ``paged`` the messages memory pressure pushed out to disk (those
-    recovered at start-up and not read back yet are on disk only too, but not paged). For a topic the
-    numbers are totals over its ``subscriptions``. ``duplicates`` counts the sends the
+    recovered at start-up and not read back yet are on disk only too, but not paged). For a
+    topic the numbers are totals over its ``subscriptions``. ``duplicates`` counts the sends the
     destination refused as duplicates (PSF-09) since the broker started.
 
     Counted since the broker started: ``enqueued`` (messages taken, recovered ones
