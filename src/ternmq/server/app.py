@@ -50,7 +50,7 @@ from ternmq.broker.host import BrokerHost
 from ternmq.errors import JMSException, ResourceAllocationException
 from ternmq.protocol import commands as c
 from ternmq.server._gateway import ConnectionHost, GatewayConnection, Verdict
-from ternmq.server._memory import MemoryReturn
+from ternmq.server._memory import MemoryReturn, proc_rss
 from ternmq.server.admission import Admission, PasswordCheck
 from ternmq.server.config import Limits, ListenerConfig, ServerConfig, TlsConfig, load_config
 from ternmq.server.logs import LEVELS, log_event, setup_logging
@@ -141,8 +141,9 @@ class BrokerServer(BrokerHost):
             max_workers=4, thread_name_prefix="ternmq-auth"
         )
         self.admission = Admission(config.limits)
-        # After a large backlog drained, free heap pages go back to the system (_memory.py).
-        self.memory_return = MemoryReturn.for_this_process()
+        # Whether free heap pages go back to the system after a large backlog drained
+        # (_memory.py): in ``ternmq serve`` only, an embedding process keeps its own policy.
+        self.memory_return = MemoryReturn(None, proc_rss)
         self._store = store
         self._servers: list[asyncio.Server] = []
         self._bound: list[tuple[str, str]] = []  # (protocol, address) of each server
@@ -758,6 +759,7 @@ def _tune_gc() -> None:
 
 async def _serve(config: ServerConfig) -> int:
     server = BrokerServer(config)
+    server.memory_return = MemoryReturn.for_this_process()
     try:
         await server.start()
     except (OSError, JMSException) as exc:
