@@ -3,10 +3,17 @@ costs (issue 17 item 7): driven on ``MessageQueue`` directly."""
 
 from __future__ import annotations
 
+import gc
 import sys
+import tracemalloc
+
+import msgspec
 
 from ternmq.broker._queue import COMPACT_MIN, COPY_OVERHEAD, GONE, MessageQueue, Stored
-from ternmq.broker.config import DestinationPolicy
+from ternmq.broker.config import BrokerConfig, DestinationPolicy
+from ternmq.broker.engine import Broker
+from ternmq.protocol import commands as c
+from ternmq.store import MemoryStore
 
 
 def _queue() -> MessageQueue:
@@ -70,3 +77,44 @@ def test_a_held_copy_counts_its_overhead_but_bytes_shows_the_encoding() -> None:
     assert q.bytes == 0
     recovered = q.add(Stored(None, True, 4, 0, 0, size=1000), 0)  # on disk only
     assert (recovered.held, q.bytes, q.paged) == (0, 0, 0)
+
+
+def _measured_cost(subscriptions: int, expiration: int = 0, n: int = 5000) -> float:
+    """Bytes of Python heap one message held by an engine costs, beyond its encoding, with
+    ``subscriptions`` topic subscribers that take no delivery (0: a queue)."""
+    broker = Broker(BrokerConfig(), store=MemoryStore())
+    out: list[c.Command] = []
+    conn = broker.connect(out.append)
+    broker.handle(conn, c.Connect(corr=1))
+    broker.handle(conn, c.CreateSession(corr=2, session_id=1))
+    dest = "topic://t" if subscriptions else "queue://q"
+    for i in range(subscriptions):
+        req = c.CreateConsumer(corr=3, session_id=1, consumer_id=i + 1, destination=dest)
+        broker.handle(conn, msgspec.structs.replace(req, prefetch=0))
+    bodies = [b"%08d" % i * 8 for i in range(n)]  # distinct bytes, as decoded from a socket
+    size = len(bodies[0])
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for body in bodies:
+        send = c.Send(session_id=1, destination=dest, message=body, expiration=expiration)
+        broker.handle(conn, msgspec.structs.replace(send, persistent=False))
+    out.clear()
+    gc.collect()
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert broker.total_bytes == n * max(subscriptions, 1) * (size + COPY_OVERHEAD)
+    return grown / n  # the bodies were allocated before: their bytes are not in ``grown``
+
+
+def test_copy_overhead_covers_what_a_held_message_costs() -> None:
+    """COPY_OVERHEAD (what max_memory_bytes counts per copy besides the bytes) is at least
+    what tracemalloc sees a held message cost: one copy in a queue, three in a topic's
+    subscriptions, one copy with an expiration (the bytes object's own header, ~33 B, is
+    counted in the overhead too)."""
+    queue = _measured_cost(0)
+    expiring = _measured_cost(0, expiration=2**50)  # also in the expiry heap
+    topic = _measured_cost(3)
+    assert queue + 33 <= COPY_OVERHEAD, queue
+    assert expiring + 33 <= COPY_OVERHEAD, expiring
+    assert topic + 33 <= 3 * COPY_OVERHEAD, topic

@@ -41,12 +41,13 @@ __all__ = ["COPY_OVERHEAD", "Counters", "Entry", "MessageQueue", "Stored"]
 SCHEDULED, READY, INFLIGHT, GONE = range(4)
 
 # What one held copy of a message costs the process besides its encoded bytes, counted
-# against ``max_memory_bytes`` with them: its Entry and its place in the queue's maps
-# (~210 B), the Stored it shares with the other copies and the header of the bytes object
-# (~160 B, counted with every copy: the bytes are too). Measured with tracemalloc on
-# CPython 3.11 (20,000 messages to a queue and to a topic with 4 subscriptions: 338 B and
-# 969 B a message beyond the bytes); rounded up for the allocator's slack.
-COPY_OVERHEAD = 384
+# against ``max_memory_bytes`` with them: its Entry, its key and place in the queue's maps,
+# its tuple in the expiry heap if it can expire, the Stored it shares with the other copies
+# and the header of the bytes object (counted with every copy: the bytes are too). Measured
+# with tracemalloc on CPython 3.11 (tests/unit/test_queue_memory.py): 370 B a message in a
+# queue, 442 B with an expiration, 851 B for three topic copies, plus 33 B of bytes header;
+# rounded up for dict growth and the allocator's slack.
+COPY_OVERHEAD = 512
 
 # A queue that held more than this many ready messages rebuilds its maps and heaps once it
 # has drained to a sixteenth of that peak (see MessageQueue._compact).
