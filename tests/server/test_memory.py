@@ -243,7 +243,7 @@ def test_a_slow_topic_subscriber_keeps_rss_within_the_memory_limit(
     """Item 7: a topic subscriber that does not read while a producer floods messages (small
     ones: the per-message overhead dominates) until the broker is full at
     ``max_memory_bytes`` (64 MiB): the server's RSS grows by at most RSS_MULTIPLE x the
-    limit, and falls back to within 16 MiB of the start once the subscriber has consumed
+    limit, and falls back to within 20 MiB of the start once the subscriber has consumed
     the backlog."""
     server = serve(
         f'[broker]\nmax_memory_bytes = {MAX_MEMORY}\nfull_policy = "fail"\n'
@@ -271,9 +271,9 @@ def test_a_slow_topic_subscriber_keeps_rss_within_the_memory_limit(
         assert grown <= RSS_MULTIPLE * MAX_MEMORY, grown
         got = _drain(sub, accepted, time.monotonic() + 120)
         assert got == accepted
-        after = _wait_rss_below(server.proc.pid, start + 16 * 1024, 20)  # sweeps: 7.5 s
+        after = _wait_rss_below(server.proc.pid, start + 20 * 1024, 20)  # sweeps: 7.5 s
         print(f"drained: RSS {after >> 10} MB ({(after - start) / 1024:+.1f} MB from the start)")
-        assert after - start < 16 * 1024, after - start
+        assert after - start < 20 * 1024, after - start
 
 
 def _stat(port: int, dest: str) -> c.DestinationStat:

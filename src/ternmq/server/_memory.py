@@ -31,7 +31,7 @@ from typing import Final
 
 __all__ = ["TRIM_THRESHOLD", "MemoryReturn", "libc_malloc_trim", "proc_rss"]
 
-TRIM_THRESHOLD: Final = 32 * 1024 * 1024
+TRIM_THRESHOLD: Final = 16 * 1024 * 1024
 
 
 def libc_malloc_trim() -> Callable[[], None] | None:
