@@ -44,17 +44,21 @@ def _collector_off() -> Iterator[None]:
         gc.enable()
 
 
-def _gateways() -> int:
-    return sum(1 for o in gc.get_objects() if isinstance(o, GatewayConnection))
+def _gateways(host: object) -> int:
+    """Gateway connections of server ``host`` alive (reachable or in a cycle)."""
+    return sum(1 for o in gc.get_objects() if isinstance(o, GatewayConnection) and o.host is host)
 
 
-def _attached() -> list[BrokerConnection]:
-    """The broker-side connections still holding a gateway's output callback. (A closed
-    one may live on, detached, while a message it sent is held: ``Stored.origin_conn``.)"""
+def _attached(broker: object) -> list[BrokerConnection]:
+    """The broker-side connections of ``broker`` still holding a gateway's output callback.
+    (A closed one may live on, detached, while a message it sent is held:
+    ``Stored.origin_conn``.)"""
     return [
         o
         for o in gc.get_objects()
-        if isinstance(o, BrokerConnection) and isinstance(o.emit, types.MethodType)
+        if isinstance(o, BrokerConnection)
+        and o.broker is broker
+        and isinstance(o.emit, types.MethodType)
     ]
 
 
@@ -107,14 +111,15 @@ def test_a_closed_connection_leaves_no_reference_cycle(scenario: Callable[[int],
         port = int(st.url.rsplit(":", 1)[1])
         scenario(port)  # first use: caches, imports
         with _collector_off():
-            before = _gateways(), len(_attached())
+            server = st.server
+            before = _gateways(server), len(_attached(server.broker))
             for _ in range(10):
                 scenario(port)
             deadline = time.monotonic() + 10
             while st.call(lambda: len(st.server.connections)) and time.monotonic() < deadline:
                 time.sleep(0.02)
             assert st.call(lambda: len(st.server.connections)) == 0
-            after = _gateways(), len(_attached())
+            after = _gateways(server), len(_attached(server.broker))
         assert after == before == (0, 0), f"{scenario.__name__}: {before} -> {after}"
 
 
