@@ -149,3 +149,24 @@ def test_oversized_length_rejected_before_the_body_arrives(n: int) -> None:
         assert "max_frame" in str(exc)
     else:
         raise AssertionError("an oversized length prefix was accepted")
+
+
+def test_a_large_frame_leaves_no_large_buffer() -> None:
+    """Item 1 of issue 17: once a frame that came in pieces is complete, the decoder keeps no
+    buffer of its size (only the partial frame after it), and ``release`` drops even that."""
+    import sys
+
+    dec = FrameDecoder()
+    send = c.Send(session_id=1, destination="queue://q", message=b"x" * 8_000_000)
+    big = encode(send)
+    small = encode(c.CreateSession(session_id=1))
+    got: list[WireCommand] = []
+    for i in range(0, len(big), 65536):
+        got += dec.feed(big[i : i + 65536] if i + 65536 < len(big) else big[i:] + small[:3])
+    assert got == [send]
+    assert dec.buffered == 3
+    assert sys.getsizeof(dec._buf) < 4096
+    assert dec.feed(small[3:] + big[:1_000_000]) == [c.CreateSession(session_id=1)]
+    assert dec.buffered == 1_000_000
+    dec.release()
+    assert dec.buffered == 0 and sys.getsizeof(dec._buf) < 4096

@@ -101,9 +101,7 @@ class OutputGate:
             _, _, error, out, to_page, unstored, removed = pending.popleft()
             if error is None:
                 for e in to_page:  # durable now: drop the bytes from memory (PSF-07)
-                    stored = e.stored
-                    stored.data = None
-                    stored._view = None
+                    e.stored.page_out()
                     if e.state != GONE:
                         e.queue.paged += 1
             else:

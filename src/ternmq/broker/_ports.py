@@ -63,7 +63,8 @@ class SequencedEngine(Protocol):
 
     @property
     def total_bytes(self) -> int:
-        """Message bytes held in memory by every destination."""
+        """Memory held by every destination's messages: their bytes plus ``COPY_OVERHEAD``
+        a copy in memory (what ``max_memory_bytes`` bounds)."""
         ...
 
     @property
@@ -166,7 +167,7 @@ class RecoveringEngine(Protocol):
     """The engine as recovery (``_recover.py``) sees it, when it starts."""
 
     staged_bytes: int  # message bytes of staged transactions
-    total_bytes: int  # message bytes held in memory by every destination
+    total_bytes: int  # memory held by every destination's messages (bytes + COPY_OVERHEAD)
     recovered: dict[str, int]  # what recovery found, for the host's log
 
     @property

@@ -36,9 +36,22 @@ from ternmq.broker.config import DestinationPolicy
 if TYPE_CHECKING:
     from ternmq.message import Message
 
-__all__ = ["Counters", "Entry", "MessageQueue", "Stored"]
+__all__ = ["COPY_OVERHEAD", "Counters", "Entry", "MessageQueue", "Stored"]
 
 SCHEDULED, READY, INFLIGHT, GONE = range(4)
+
+# What one held copy of a message costs the process besides its encoded bytes, counted
+# against ``max_memory_bytes`` with them: its Entry, its key and place in the queue's maps,
+# its tuple in the expiry heap if it can expire, the Stored it shares with the other copies
+# and the header of the bytes object (counted with every copy: the bytes are too). Measured
+# with tracemalloc on CPython 3.11 (tests/unit/test_queue_memory.py): 370 B a message in a
+# queue, 442 B with an expiration, 851 B for three topic copies, plus 33 B of bytes header;
+# rounded up for dict growth and the allocator's slack.
+COPY_OVERHEAD = 512
+
+# A queue that held more than this many ready messages rebuilds its maps and heaps once it
+# has drained to a sixteenth of that peak (see MessageQueue._compact).
+COMPACT_MIN = 4096
 
 
 class Stored:
@@ -53,6 +66,7 @@ class Stored:
         "group_seq",
         "origin_client",
         "origin_conn",
+        "paged",
         "persistent",
         "priority",
         "size",
@@ -84,6 +98,15 @@ class Stored:
         # live only in the store and are read back when needed.
         self.size = len(data) if data is not None else (size or 0)
         self._view: Message | None = None
+        # Whether memory pressure pushed the bytes out (PSF-07). A message recovered from a
+        # disk store also has no bytes in memory, but nothing pushed it out: it is not paged.
+        self.paged = False
+
+    def page_out(self) -> None:
+        """Drop the bytes from memory (they are durable in the store): the message is paged."""
+        self.data = None
+        self._view = None
+        self.paged = True
 
     def view(self) -> Message:
         """The decoded message, for selectors (decoded once, on first use).
@@ -124,7 +147,9 @@ class Entry:
         self.delivery_id = 0
         self.consumer: Any = None
         self.session: Any = None
-        self.held = 0  # bytes of this message counted against the memory limits
+        # What this copy counts against max_memory_bytes: its bytes plus COPY_OVERHEAD while
+        # they are in memory, else 0 (the queue's ``bytes`` counts the encoded bytes only).
+        self.held = 0
 
     def __lt__(self, other: Entry) -> bool:
         return self.seq < other.seq
@@ -149,7 +174,9 @@ class Counters:
     - ``ready_count``, ``scheduled_count``: messages waiting for a consumer, and waiting for
       their delivery time; with the in-flight ones they make the depth
       (``ternmq_destination_messages``).
-    - ``paged``: held messages whose bytes are on disk only (PSF-07).
+    - ``paged``: held messages whose bytes memory pressure pushed out to disk (PSF-07). A
+      message recovered from a disk store at start is on disk only too (its bytes are read
+      when it is delivered), but it is not counted here: ``paged`` is the figure to alert on.
     - ``bytes``: message bytes held in memory (``ternmq_destination_memory_bytes``).
 
     In flight and consumers are the sizes of the queue's ``inflight`` map and ``consumers``
@@ -191,6 +218,8 @@ class MessageQueue(Counters):
     """
 
     __slots__ = (
+        "_gone_expiring",
+        "_peak",
         "_ready",
         "consumers",
         "deleted",
@@ -221,6 +250,8 @@ class MessageQueue(Counters):
         self.scheduled: list[tuple[int, int, Entry]] = []
         self.expiring: list[tuple[int, int, Entry]] = []
         self.inflight: dict[int, Entry] = {}
+        self._peak = 0  # the most ready entries since the last _compact
+        self._gone_expiring = 0  # entries in ``expiring`` that already left (about)
         self.consumers: list[Any] = []
         self.rr = 0
         self.groups: dict[str, Any] = {}
@@ -243,7 +274,8 @@ class MessageQueue(Counters):
         self, stored: Stored, now: int, count: int = 0, seq: int = 0, held: int | None = None
     ) -> Entry:
         """Take a message (new, or recovered with its ``seq`` and delivery ``count``).
-        ``held`` is what it counts against memory limits (default: its size; 0 if paged)."""
+        ``held`` is what it counts against ``max_memory_bytes`` (default: its size plus
+        :data:`COPY_OVERHEAD`; 0 if its bytes are not in memory)."""
         new = not seq
         if new:
             self.last_seq += 1
@@ -252,11 +284,11 @@ class MessageQueue(Counters):
             self.last_seq = max(self.last_seq, seq)
         entry = Entry(seq, stored, self, count)
         if held is None:
-            held = stored.size if stored.data is not None else 0
+            held = stored.size + COPY_OVERHEAD if stored.data is not None else 0
         entry.held = held
         if held:
-            self.bytes += held
-        elif stored.data is None:  # only a message without bytes in memory holds none
+            self.bytes += held - COPY_OVERHEAD
+        if stored.paged:
             self.paged += 1
         self.enqueued += 1
         if stored.group_id is not None:
@@ -272,6 +304,8 @@ class MessageQueue(Counters):
             self.ready_count += 1
         else:
             self._make_ready(entry)
+        if self.ready_count > self._peak:
+            self._peak = self.ready_count
         return entry
 
     def schedule(self, entry: Entry, due: int) -> None:
@@ -345,12 +379,39 @@ class MessageQueue(Counters):
         else:
             self.scheduled_count -= 1
         entry.state = GONE
-        held = entry.held
-        if held:
-            self.bytes -= held
-        elif entry.stored.data is None:
+        if entry.held:
+            self.bytes -= entry.held - COPY_OVERHEAD
+        if entry.stored.paged:
             self.paged -= 1
         self.dequeued += 1
+        if entry.stored.expiration:
+            self._gone_expiring += 1
+            gone = self._gone_expiring
+            if gone > COMPACT_MIN and 2 * gone > len(self.expiring):
+                self._prune_expiring()
+        if self._peak > COMPACT_MIN and (self.ready_count + len(self.inflight)) << 4 < self._peak:
+            self._compact()
+
+    # ---- giving memory back ----------------------------------------------------------------
+    def _prune_expiring(self) -> None:
+        """Drop the entries that already left from the expiry heap (an acknowledged message
+        waits there until its expiration time otherwise, bytes and all)."""
+        self.expiring = [t for t in self.expiring if t[2].state != GONE]
+        heapq.heapify(self.expiring)
+        self._gone_expiring = 0
+
+    def _compact(self) -> None:
+        """Rebuild the maps and heaps after a large backlog drained: a dict keeps the table
+        of its largest size after its entries are deleted (CPython never shrinks one on
+        deletion), so the memory of a drained backlog would stay with the queue."""
+        ready = self._ready
+        for p, od in enumerate(ready):
+            ready[p] = OrderedDict(od)
+        self.inflight = dict(self.inflight)
+        self.scheduled = [t for t in self.scheduled if t[2].state == SCHEDULED]
+        heapq.heapify(self.scheduled)
+        self._prune_expiring()
+        self._peak = self.ready_count
 
     def clear(self) -> list[Entry]:
         """Remove everything; return the entries that were held."""
@@ -367,6 +428,8 @@ class MessageQueue(Counters):
         self.scheduled.clear()
         self.expiring.clear()
         self.bytes = 0
+        self._gone_expiring = 0
+        self._compact()
         return out
 
     # ---- reading -----------------------------------------------------------------------
@@ -389,6 +452,8 @@ class MessageQueue(Counters):
             _, _, entry = heapq.heappop(heap)
             if entry.state in (READY, SCHEDULED):
                 out.append(entry)
+            elif entry.state == GONE and self._gone_expiring:
+                self._gone_expiring -= 1
         return out
 
     def browse_order(self) -> list[Entry]:

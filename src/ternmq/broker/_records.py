@@ -162,6 +162,16 @@ class BrokerConnection:
         """The next delivery id of this connection (1, 2, ...)."""
         return next(self._delivery_ids)
 
+    def detach(self) -> None:
+        """The transport is gone: drop the output callback (a bound method of the gateway's
+        connection, which holds this object: a reference cycle that only the cycle collector
+        would free). Output still queued for the connection is discarded."""
+        self.emit = _discard
+
+
+def _discard(cmd: c.Command) -> None:
+    """The output callback of a detached connection: nobody reads it any more."""
+
 
 @dataclasses.dataclass
 class StagedTx:

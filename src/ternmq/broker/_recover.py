@@ -12,7 +12,8 @@ its private state) and hands the rest to :func:`recover`, which sees the engine 
 A message comes back at its position with its delivery count (REL-12: one delivered before a
 crash is marked redelivered), scheduled if its delivery time is still ahead, and under the
 reaper's eye if it can expire. A disk store recovers an index only (PSF-07): the bytes stay
-on disk until a message is delivered, so every recovered message counts as paged. Recovered
+on disk until a message is delivered. Such a message holds no bytes in memory but is not
+counted as *paged*: that figure counts what memory pressure pushed out (``Stored.paged``). Recovered
 staged transactions count as touched at the start, so an abandoned one is aborted
 ``staged_timeout`` after it.
 """

@@ -39,7 +39,7 @@ import msgspec
 from ternmq._version import __version__
 from ternmq.broker._dedup import DuplicateIds
 from ternmq.broker._gate import Output, OutputGate, fail_replies, without_deliveries
-from ternmq.broker._queue import GONE, INFLIGHT, Entry, MessageQueue, Stored
+from ternmq.broker._queue import COPY_OVERHEAD, GONE, INFLIGHT, Entry, MessageQueue, Stored
 from ternmq.broker._records import (
     BrokerConnection,
     Consumer,
@@ -896,7 +896,8 @@ class Broker:
     def _full(self, targets: list[MessageQueue], size: int) -> MessageQueue | None:
         """The first target that cannot take ``size`` more bytes, or None (PSF-07)."""
         limit = self.config.max_memory_bytes
-        if limit and targets and self.total_bytes + self.staged_bytes + size * len(targets) > limit:
+        cost = (size + COPY_OVERHEAD) * len(targets)  # what the copies will hold (Entry.held)
+        if limit and targets and self.total_bytes + self.staged_bytes + cost > limit:
             return targets[0]
         for q in targets:
             mx = q.policy.max_bytes
@@ -919,7 +920,7 @@ class Broker:
         return self.config.policy_for(str(dest)).full_policy in ("block", "page")
 
     def _enqueue(self, q: MessageQueue, stored: Stored, now: int, paged: bool = False) -> Entry:
-        e = q.add(stored, now, held=0 if paged else stored.size)
+        e = q.add(stored, now, held=0 if paged else None)
         if self._tx_added is not None:
             self._tx_added.append(e)
         self.total_bytes += e.held

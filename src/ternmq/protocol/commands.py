@@ -422,8 +422,9 @@ class DestinationStat(msgspec.Struct, frozen=True, kw_only=True, array_like=True
     """The state of one destination in a ``StatResult``.
 
     ``depth`` counts messages held (ready, scheduled and in flight); ``memory_bytes`` the message
-    bytes held in memory and ``paged`` the messages kept on disk only. For a topic the
-    numbers are totals over its ``subscriptions``. ``duplicates`` counts the sends the
+    bytes held in memory and ``paged`` the messages memory pressure pushed out to disk (those
+    recovered at start-up and not read back yet are on disk only too, but not paged). For a
+    topic the numbers are totals over its ``subscriptions``. ``duplicates`` counts the sends the
     destination refused as duplicates (PSF-09) since the broker started.
 
     Counted since the broker started: ``enqueued`` (messages taken, recovered ones

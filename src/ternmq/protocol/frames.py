@@ -106,6 +106,9 @@ class FrameDecoder:
         # Frames are decoded from views of the received bytes, not copies; only a partial
         # frame at the end is kept (decoded commands hold no reference to the input: msgspec
         # copies bytes fields). With nothing kept from before, ``data`` is parsed in place.
+        # Deleting the consumed head of the bytearray gives its memory back once less than
+        # half of it is left (CPython's bytearray shrinks then), so a large frame that came
+        # in pieces leaves no large buffer behind.
         buf = self._buf
         src: bytes | bytearray = data
         if buf:
@@ -133,6 +136,10 @@ class FrameDecoder:
         elif pos < end:
             buf += data[pos:]
         return out
+
+    def release(self) -> None:
+        """Drop the partial frame kept so far and its memory (the stream is abandoned)."""
+        self._buf = bytearray()
 
     @property
     def buffered(self) -> int:

@@ -434,6 +434,7 @@ class NativeServerConnection:
         """
         self._step(Input.REFUSED, "refused")
         self._held.clear()
+        self._decoder.release()
 
     def close(self) -> None:
         """The caller closes the connection: any state but CLOSED -> CLOSED.
@@ -443,6 +444,8 @@ class NativeServerConnection:
         """
         self._step(Input.CLOSE, "close")
         self._held.clear()
+        self._decoder.release()
+        self._pre = bytearray()
 
     # ---- time -----------------------------------------------------------------------------
     def check_timers(self, now: float, last_sent: float) -> Timeout | None:

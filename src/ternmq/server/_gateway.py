@@ -286,6 +286,18 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
             self._log_closed(str(exc) if exc else "closed by the client")
         if not self.closed.done():
             self.closed.set_result(None)
+        self._release()
+
+    def _release(self) -> None:
+        """Break the reference cycles a connection is part of while its socket lives (the
+        broker's side holds ``self._emit``; the transport holds ``self``), so that its memory
+        is returned as soon as the last reference goes, not at a collection of the cycle
+        collector (which ``ternmq serve`` runs rarely: ``app.GC_THRESHOLDS``)."""
+        if self.conn is not None:
+            self.conn.detach()
+        self.transport = None
+        self._out = []
+        self._paused.clear()
 
     def pause_writing(self) -> None:
         """The socket's write buffer passed ``write_buffer_high``: stop reading the peer."""

@@ -51,6 +51,7 @@ from ternmq.broker.host import BrokerHost
 from ternmq.errors import JMSException, ResourceAllocationException
 from ternmq.protocol import commands as c
 from ternmq.server._gateway import ConnectionHost, GatewayConnection, Verdict
+from ternmq.server._memory import MemoryReturn, proc_rss
 from ternmq.server._stomp_ws import setup as stomp_ws_setup
 from ternmq.server.admission import Admission, PasswordCheck
 from ternmq.server.config import Limits, ListenerConfig, ServerConfig, TlsConfig, load_config
@@ -146,6 +147,9 @@ class BrokerServer(BrokerHost):
             max_workers=4, thread_name_prefix="ternmq-auth"
         )
         self.admission = Admission(config.limits)
+        # Whether free heap pages go back to the system after a large backlog drained
+        # (_memory.py): in ``ternmq serve`` only, an embedding process keeps its own policy.
+        self.memory_return = MemoryReturn(None, proc_rss)
         self._store = store
         self._servers: list[asyncio.Server] = []
         self._bound: list[tuple[str, str]] = []  # (protocol, address) of each server
@@ -234,6 +238,7 @@ class BrokerServer(BrokerHost):
             await self.stop()
             raise
         self._loop_thread = threading.get_ident()
+        self.memory_return.note(broker.total_bytes + broker.staged_bytes)  # the floor
         self._arm_sweeper()
         self.rearm()
 
@@ -449,6 +454,12 @@ class BrokerServer(BrokerHost):
         now = self.loop.time()
         for conn in list(self.connections):
             conn.check_timers(now)
+        broker = self.broker
+        if broker is not None:
+            held = broker.total_bytes + broker.staged_bytes
+            returned = self.memory_return.note(held)
+            if returned is not None:
+                log_event(log, logging.INFO, "memory_returned", held=held, returned=returned)
         self._arm_sweeper()
 
     # ---- ConnectionHost: what a gateway connection may ask ---------------------------------
@@ -841,6 +852,7 @@ def _tune_gc() -> None:
 
 async def _serve(config: ServerConfig) -> int:
     server = BrokerServer(config)
+    server.memory_return = MemoryReturn.for_this_process()
     try:
         await server.start()
     except (OSError, JMSException) as exc:

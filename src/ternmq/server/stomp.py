@@ -614,10 +614,10 @@ class StompConnection(GatewayConnection):
             if tx is not None:
                 tx.nacks.append((sub, ids))
             else:
-                self._release(sub, ids)
+                self._nack(sub, ids)
         self._receipt(frame)
 
-    def _release(self, sub: _Subscription, ids: list[int]) -> None:
+    def _nack(self, sub: _Subscription, ids: list[int]) -> None:
         """Give ``ids`` back as failed delivery attempts (the redelivery policy applies); the
         subscription's other deliveries stay outstanding, their ack ids valid."""
         self._request(c.Nack(corr=self._corr(), session_id=sub.sid, delivery_ids=ids))
@@ -661,7 +661,7 @@ class StompConnection(GatewayConnection):
                 self._credit(sub.sid, len(ids))
         for sub, ids in tx.nacks:
             if sub.sid in self._by_sid:
-                self._release(sub, ids)
+                self._nack(sub, ids)
         self._request(c.CloseSession(corr=self._corr(), session_id=tx.sid))
         self._receipt(frame)
 
@@ -670,7 +670,7 @@ class StompConnection(GatewayConnection):
         self._request(c.Rollback(corr=self._corr(), session_id=tx.sid))
         for sub, ids in tx.acks + tx.nacks:
             if sub.sid in self._by_sid:
-                self._release(sub, ids)
+                self._nack(sub, ids)
         self._request(c.CloseSession(corr=self._corr(), session_id=tx.sid))
         self._receipt(frame)
 
