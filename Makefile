@@ -7,6 +7,8 @@ STAMP  := $(VENV)/.installed
 RUNSTAMP := $(VENV)/.installed-run
 # The spark extra (pyspark builds a ~450 MB wheel on first install): only what needs it.
 SPARK  := $(VENV)/.installed-spark
+# The JavaScript clients the tests drive (@stomp/stompjs in Chromium): npm ci into tests/js.
+JSDEPS := tests/js/node_modules/.installed
 
 .PHONY: venv install run demo pipeline-demo test lint typecheck unit catalog-coverage bench clean
 
@@ -23,6 +25,10 @@ $(STAMP): $(RUNSTAMP)
 $(SPARK): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,spark]'
 	touch $(SPARK)
+
+$(JSDEPS): tests/js/package.json tests/js/package-lock.json
+	npm ci --prefix tests/js --silent --no-audit --no-fund
+	touch $(JSDEPS)
 
 venv install: $(SPARK)
 
@@ -45,7 +51,7 @@ lint: $(SPARK)
 typecheck: $(SPARK)
 	$(VENV)/bin/mypy
 
-unit: $(SPARK)
+unit: $(SPARK) $(JSDEPS)
 	$(PY) -m pytest
 
 catalog-coverage: $(SPARK)
@@ -58,4 +64,4 @@ bench: $(SPARK)
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) tests/js/node_modules build dist *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
