@@ -51,7 +51,6 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
-import types
 import uuid
 from collections.abc import Sequence
 from typing import Final, Literal
@@ -767,7 +766,7 @@ class NativeOrStompConnection(NativeConnection):
     Artemis's acceptors do (SERVER.md "Listeners and ports").
 
     Only the first chunk (or the few octets it takes to tell) is looked at: then the
-    instance's ``data_received`` becomes :class:`NativeConnection`'s own, and the transport
+    instance becomes a :class:`NativeConnection` (its class is swapped), and the transport
     is told again who its protocol is (uvloop caches the bound method), so the native hot
     path pays nothing for the detection.
     """
@@ -784,14 +783,15 @@ class NativeOrStompConnection(NativeConnection):
             self._head = head  # at most a few octets: a prefix of CONNECT, or EOLs
             return
         self._head = b""
-        native = types.MethodType(NativeConnection.data_received, self)
-        self.data_received = native  # type: ignore[method-assign]
+        # From now on a plain native connection: the class, not a bound method stored on the
+        # instance (that would be a reference cycle outliving the socket).
+        self.__class__ = NativeConnection  # type: ignore[assignment]
         t = self.transport
         if t is None or t.is_closing():
             return
         if not verdict:
             t.set_protocol(self)
-            native(head)
+            self.data_received(head)
             return
         self._mark_closed()
         self._cancel_timers()
