@@ -10,6 +10,9 @@ its private members, and never import ``engine.py`` (the engine imports them):
   cumulative acknowledgement, staged publishing) needs: destination lookup and permission
   checks, a message's bytes, settling an entry, routing a batch, and the staged-transaction
   state it keeps on the engine.
+- :class:`AdminEngine` is what the operator's operations (``admin.py``, and the native
+  protocol's admin requests of ``_admin_requests.py``) need: the destinations, settling,
+  routing and deleting, and the connections.
 - :class:`RecoveringEngine` is what recovery (``_recover.py``) needs to rebuild queues,
   durable subscriptions and staged transactions when the engine starts.
 
@@ -31,9 +34,10 @@ from ternmq.message import Message
 from ternmq.protocol import commands as c
 from ternmq.store import Op
 
-__all__ = ["RecoveringEngine", "SequencedEngine"]
+__all__ = ["AdminEngine", "RecoveringEngine", "SequencedEngine"]
 
 _SendT = TypeVar("_SendT", c.Send, c.StagedSend)
+_R = TypeVar("_R")
 
 
 class SequencedEngine(Protocol):
@@ -208,4 +212,121 @@ class RecoveringEngine(Protocol):
 
     def arm_reaper(self, now: int) -> None:
         """Make sure the reaper runs within ``expiry_scan_interval`` of ``now``."""
+        ...
+
+
+class AdminEngine(Protocol):
+    """The engine as the operator's operations (``admin.py``, ``_admin_requests.py``) see it."""
+
+    @property
+    def clock(self) -> Clock:
+        """The engine's time source."""
+        ...
+
+    @property
+    def authorizer(self) -> Callable[[str | None, str, str], bool] | None:
+        """``authorizer(user, action, destination) -> bool``, or None (everything allowed)."""
+        ...
+
+    @property
+    def queues(self) -> dict[Destination, MessageQueue]:
+        """Every queue (temporary ones included)."""
+        ...
+
+    @property
+    def topics(self) -> dict[Destination, list[Subscription]]:
+        """Every topic with its subscriptions."""
+        ...
+
+    @property
+    def connections(self) -> dict[str, BrokerConnection]:
+        """The open connections by id."""
+        ...
+
+    def resolve(self, text: str) -> Destination:
+        """The destination named by ``text``.
+
+        Raises:
+            JMSException: ``text`` is not a destination.
+        """
+        ...
+
+    def new_queue(self, dest: Destination, owner: BrokerConnection | None = None) -> MessageQueue:
+        """Create queue ``dest`` and register it."""
+        ...
+
+    def delete_queue(self, dest: Destination) -> int:
+        """Delete queue ``dest`` with its messages; how many it held."""
+        ...
+
+    def delete_topic(self, dest: Destination) -> None:
+        """Delete topic ``dest`` with its subscriptions."""
+        ...
+
+    def delete_subscription(self, sub: Subscription) -> None:
+        """Delete ``sub`` and its messages."""
+        ...
+
+    def purge_queue(self, q: MessageQueue) -> int:
+        """Drop every message of ``q`` not in flight; how many."""
+        ...
+
+    def stat(self, dest: Destination) -> c.DestinationStat:
+        """The figures of existing destination ``dest``."""
+        ...
+
+    def view(self, e: Entry) -> Message:
+        """The decoded message of ``e``, for selectors.
+
+        Raises:
+            JMSException: a paged-out message is missing from the store.
+        """
+        ...
+
+    def data(self, e: Entry) -> bytes:
+        """The encoded message of ``e``.
+
+        Raises:
+            JMSException: a paged-out message is missing from the store.
+        """
+        ...
+
+    def finish(self, e: Entry) -> None:
+        """``e`` leaves its queue for good."""
+        ...
+
+    def check_send(
+        self, conn: BrokerConnection, req: c.Send | c.StagedSend, dest_ok: bool = False
+    ) -> Destination:
+        """Everything a message must pass before it is accepted; its destination.
+
+        Raises:
+            JMSException: a check failed (its subclass names which).
+        """
+        ...
+
+    def publish_all(
+        self,
+        conn: BrokerConnection,
+        sends: Iterable[tuple[Destination, c.Send | c.StagedSend]],
+        failure: str,
+    ) -> int:
+        """Route every message or none; how many were routed.
+
+        Raises:
+            TransactionRolledBackException: a message could not be routed; nothing was.
+        """
+        ...
+
+    def run_admin(self, change: Callable[[], _R], done: Callable[[c.Command], None]) -> _R:
+        """Run an operator's ``change`` as one request; ``done`` hears when it is durable.
+
+        Raises:
+            whatever ``change`` raises.
+        """
+        ...
+
+    def close_connection(self, conn: BrokerConnection, reason: str) -> None:
+        """Close ``conn`` on the broker's side: release what it held and tell it
+        ``ConnectionFailed(reason)``."""
         ...

@@ -37,6 +37,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from ternmq._version import __version__
+from ternmq.broker._admin_requests import HANDLERS as ADMIN_HANDLERS
 from ternmq.broker._dedup import DuplicateIds
 from ternmq.broker._gate import Output, OutputGate, fail_replies, without_deliveries
 from ternmq.broker._queue import GONE, INFLIGHT, Entry, MessageQueue, Stored
@@ -240,6 +241,7 @@ class Broker:
     def connect(self, emit: Emit) -> BrokerConnection:
         """Open the broker side of a connection whose output goes to ``emit``."""
         conn = BrokerConnection(self, f"ID:{next(self._conn_ids)}", emit)
+        conn.connected_at = self.clock.now_ms()
         self.connections[conn.id] = conn
         return conn
 
@@ -314,6 +316,14 @@ class Broker:
         self.store.close()  # writes what is queued; its completions are posted to us
         self._gate.mark_all()
         self._release_done()
+
+    def close_connection(self, conn: BrokerConnection, reason: str) -> None:
+        """An operator closes ``conn``: release everything it held (REL-10; dispatch follows
+        when the current request ends) and tell it ``ConnectionFailed(reason)`` (its gateway
+        then closes the socket). Inside a request only."""
+        if not conn.closed:
+            self._close_connection(conn)
+            self._out.append((conn, c.ConnectionFailed(message=reason)))
 
     def drop_connection(self, conn: BrokerConnection) -> None:
         """The transport lost ``conn``: release everything it held (REL-10)."""
@@ -1683,4 +1693,5 @@ Broker._handlers = {
     c.Stat: Broker._on_stat,
     c.Purge: Broker._on_purge,
     **HANDLERS,
+    **ADMIN_HANDLERS,
 }

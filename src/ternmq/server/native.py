@@ -207,6 +207,8 @@ class NativeConnection(GatewayConnection):
         # The broker side exists (and counts against max_connections) only once the peer
         # is authenticated.
         self.conn = broker.connect(self._emit)
+        self.conn.protocol = self.protocol  # what an operator's connection list shows
+        self.conn.address = self.peer
         self.user = self.host.principal(req.user)
         self._handle(msgspec.structs.replace(req, user=self.user, password=None))
         if self.wire.state is not _OPEN:  # (accept() made it OPEN; Connect may close it)
@@ -240,7 +242,7 @@ class NativeConnection(GatewayConnection):
         if t is c.Deliver or t is c.SendFailed:
             return
         if t is c.ConnectionFailed:
-            self.close("the broker stopped")
+            self.close(cmd.message)  # type: ignore[union-attr]
             return
         corr: int = cmd.corr  # type: ignore[union-attr]
         self._last_reply_corr = corr
