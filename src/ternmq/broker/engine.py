@@ -96,6 +96,15 @@ _R = TypeVar("_R")
 _USER_ID: Final = b"JMSXUserID"  # in an encoded message only if a property has the name
 
 
+def _jms_kind(exc: JMSException) -> str:
+    """The JMS exception class an ``Error`` names for ``exc``: its own, or for an internal
+    subclass (``admin.NotFound``) the nearest public one, which a client can raise."""
+    for cls in type(exc).__mro__:
+        if cls.__module__ == JMSException.__module__:
+            return cls.__name__
+    return "JMSException"
+
+
 def _run_now(fn: Callable[[], None]) -> None:
     """The default ``run_in_owner``: a broker without a host runs completions at once."""
     fn()
@@ -262,7 +271,7 @@ class Broker:
             self._ops.clear()
             self._removed.clear()
             self._dispatch_dirty()
-            reply = c.Error(corr=req.corr, kind=type(exc).__name__, message=str(exc))
+            reply = c.Error(corr=req.corr, kind=_jms_kind(exc), message=str(exc))
         if reply is not None:
             self._answer(conn, req, reply)
         self._flush()

@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, cast
 
 import msgspec
 
@@ -242,7 +242,7 @@ class NativeConnection(GatewayConnection):
         if t is c.Deliver or t is c.SendFailed:
             return
         if t is c.ConnectionFailed:
-            self.close(cmd.message)  # type: ignore[union-attr]
+            self.close(cast(c.ConnectionFailed, cmd).message)
             return
         corr: int = cmd.corr  # type: ignore[union-attr]
         self._last_reply_corr = corr
