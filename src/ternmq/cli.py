@@ -27,10 +27,11 @@ from ternmq._version import __version__
 from ternmq.errors import JMSException, MessageEOFException
 
 if TYPE_CHECKING:
+    from ternmq.admin import Admin
     from ternmq.client import Connection, MessageConsumer, Session
     from ternmq.destination import Destination
     from ternmq.message import Message
-    from ternmq.protocol.commands import DestinationStat
+    from ternmq.protocol.commands import ConnectionInfo, DestinationStat, SubscriptionInfo
 
 
 def _demo() -> int:
@@ -569,14 +570,20 @@ def _cmd_stat(args: argparse.Namespace) -> int:
         for s in d.subscriptions:
             row = (f"  sub {s.name}", s.kind, str(s.depth), str(s.in_flight), str(s.consumers))
             rows.append(row + ("",) * (len(header) - len(row)))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    for r in rows:
-        cells = [r[0].ljust(widths[0]), r[1].ljust(widths[1])]
-        cells += [cell.rjust(w) for cell, w in zip(r[2:], widths[2:])]
-        print("  ".join(cells).rstrip())
+    _print_table(rows, 2)
     if not stats:
         print("(no destinations)")
     return 0
+
+
+def _print_table(rows: list[tuple[str, ...]], left: int) -> None:
+    """``rows`` (the first is the header) in aligned columns: the first ``left`` columns
+    flush left, the others (counters) flush right."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        cells = [cell.ljust(w) for cell, w in zip(r[:left], widths[:left])]
+        cells += [cell.rjust(w) for cell, w in zip(r[left:], widths[left:])]
+        print("  ".join(cells).rstrip())
 
 
 def _cmd_purge(args: argparse.Namespace) -> int:
@@ -588,6 +595,133 @@ def _cmd_purge(args: argparse.Namespace) -> int:
     with _connected(args) as conn:
         removed = _admin.purge(conn, dest)
     print(f"purged {_plural(removed, 'message')} from {dest}")
+    return 0
+
+
+def _admin(conn: Connection) -> Admin:
+    from ternmq.admin import Admin
+
+    return Admin(conn)
+
+
+def _queue_arg(text: str, what: str) -> Destination:
+    dest = _parse_destination(text)
+    if dest.is_topic:
+        raise _UsageError(f"{dest} is a topic: {what} needs a queue (queue://NAME)")
+    return dest
+
+
+def _who(args: argparse.Namespace) -> str:
+    return "an anonymous connection" if args.user is None else f"user {args.user!r}"
+
+
+def _cmd_create_destination(args: argparse.Namespace) -> int:
+    dest = _parse_destination(args.destination)
+    with _connected(args) as conn:
+        _admin(conn).create_destination(dest)
+    print(f"created {dest}")
+    return 0
+
+
+def _cmd_delete_destination(args: argparse.Namespace) -> int:
+    dest = _parse_destination(args.destination)
+    with _connected(args) as conn:
+        held = _admin(conn).delete_destination(dest, force=args.force)
+    print(f"deleted {dest} ({_plural(held, 'message')} with it)")
+    return 0
+
+
+def _cmd_move(args: argparse.Namespace) -> int:
+    source = _queue_arg(args.source, "move")
+    target = _queue_arg(args.target, "move")
+    with _connected(args) as conn:
+        moved = _admin(conn).move(source, target, args.selector)
+    what = f" matching {args.selector!r}" if args.selector else ""
+    print(f"moved {_plural(moved, 'message')}{what} from {source} to {target}")
+    return 0
+
+
+def _cmd_delete_message(args: argparse.Namespace) -> int:
+    dest = _queue_arg(args.destination, "delete-message")
+    with _connected(args) as conn:
+        _admin(conn).delete_message(dest, args.id)
+    print(f"deleted message {args.id} from {dest}")
+    return 0
+
+
+def _struct_json(value: ConnectionInfo | SubscriptionInfo) -> str:
+    """One line of JSON: the fields of ``value``."""
+    return json.dumps({f: getattr(value, f) for f in value.__struct_fields__})
+
+
+def _cmd_connections(args: argparse.Namespace) -> int:
+    with _connected(args) as conn:
+        own = conn.connection_id
+        infos = _admin(conn).connections()
+    if args.json:
+        for info in infos:
+            print(_struct_json(info))
+        return 0
+    rows: list[tuple[str, ...]] = [
+        ("id", "protocol", "user", "client-id", "address", "connected", "sessions", "consumers")
+    ]
+    for info in infos:
+        when = datetime.datetime.fromtimestamp(info.connected_at / 1000, tz=datetime.UTC)
+        rows.append(
+            (
+                info.id + (" (this)" if info.id == own else ""),
+                info.protocol,
+                info.user or "-",
+                info.client_id or "-",
+                info.address or "-",
+                when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                str(info.sessions),
+                str(info.consumers),
+            )
+        )
+    _print_table(rows, 6)
+    return 0
+
+
+def _cmd_close_connection(args: argparse.Namespace) -> int:
+    with _connected(args) as conn:
+        _admin(conn).close_connection(args.id)
+    print(f"closed connection {args.id}")
+    return 0
+
+
+def _cmd_subscriptions(args: argparse.Namespace) -> int:
+    with _connected(args) as conn:
+        result = _admin(conn).subscription_list()
+    subs = result.subscriptions
+    if result.hidden:
+        note = (
+            f"{_plural(result.hidden, 'subscription')} not shown: {_who(args)} has no 'admin' "
+            'permission on their topics (docs/operations.md, "Security")'
+        )
+        if not subs:
+            raise _CliError(note)
+        print(f"ternmq: {note}", file=sys.stderr)
+    if args.json:
+        for sub in subs:
+            print(_struct_json(sub))
+        return 0
+    rows: list[tuple[str, ...]] = [("id", "topic", "kind", "selector", "consumers", "depth")]
+    for sub in subs:
+        kind = ("shared " if sub.shared else "") + ("durable" if sub.durable else "plain")
+        rows.append(
+            (sub.id, sub.topic, kind, sub.selector or "-", str(sub.consumers), str(sub.depth))
+        )
+    _print_table(rows, 4)
+    if not subs:
+        print("(no subscriptions)")
+    return 0
+
+
+def _cmd_delete_subscription(args: argparse.Namespace) -> int:
+    with _connected(args) as conn:
+        _admin(conn).delete_subscription(args.id)
+    print(f"deleted subscription {args.id}")
     return 0
 
 
@@ -943,6 +1077,47 @@ def _add_client_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     p = sub.add_parser("purge", parents=[common], help="remove the waiting messages of a queue")
     p.add_argument("destination", metavar="DEST", help="queue://NAME")
 
+    p = sub.add_parser("create-destination", parents=[common], help="create a queue or topic")
+    p.add_argument("destination", metavar="DEST", help=dest_help)
+    p = sub.add_parser(
+        "delete-destination",
+        parents=[common],
+        help="delete a queue or topic with its messages (and a topic's subscriptions)",
+    )
+    p.add_argument("destination", metavar="DEST", help=dest_help)
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="close the connections that have consumers on it (else it is refused)",
+    )
+    p = sub.add_parser(
+        "move",
+        parents=[common],
+        help="move a queue's waiting messages to another queue (dead-letter retry)",
+    )
+    p.add_argument("source", metavar="FROM", help="queue://NAME")
+    p.add_argument("target", metavar="TO", help="queue://NAME")
+    p.add_argument("--selector", help="move only the messages this JMS selector matches")
+    p = sub.add_parser("delete-message", parents=[common], help="delete one message of a queue")
+    p.add_argument("destination", metavar="DEST", help="queue://NAME")
+    p.add_argument("id", metavar="ID", help="its JMSMessageID (as browse shows it)")
+    p = sub.add_parser("connections", parents=[common], help="list the open connections")
+    p.add_argument("--json", action="store_true", help="one JSON object per connection and line")
+    p = sub.add_parser(
+        "close-connection",
+        parents=[common],
+        help="close a connection (its unacknowledged messages go back)",
+    )
+    p.add_argument("id", metavar="ID", help="ID:N, as connections shows it")
+    p = sub.add_parser("subscriptions", parents=[common], help="list the topic subscriptions")
+    p.add_argument("--json", action="store_true", help="one JSON object per subscription and line")
+    p = sub.add_parser(
+        "delete-subscription",
+        parents=[common],
+        help="delete a durable subscription (one without a consumer) and its messages",
+    )
+    p.add_argument("id", metavar="ID", help="its id, as subscriptions shows it")
+
     p = sub.add_parser("bench", parents=[common], help="measure throughput and latency")
     p.add_argument("--messages", type=_positive, default=10_000, help="messages (default 10000)")
     p.add_argument("--size", type=_count, default=256, help="body bytes (default 256)")
@@ -969,6 +1144,14 @@ _CLIENT_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "browse": _cmd_browse,
     "stat": _cmd_stat,
     "purge": _cmd_purge,
+    "create-destination": _cmd_create_destination,
+    "delete-destination": _cmd_delete_destination,
+    "move": _cmd_move,
+    "delete-message": _cmd_delete_message,
+    "connections": _cmd_connections,
+    "close-connection": _cmd_close_connection,
+    "subscriptions": _cmd_subscriptions,
+    "delete-subscription": _cmd_delete_subscription,
     "bench": _cmd_bench,
 }
 
