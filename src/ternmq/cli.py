@@ -20,8 +20,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ternmq._version import __version__
 from ternmq.errors import JMSException, MessageEOFException
@@ -549,15 +549,7 @@ def _cmd_stat(args: argparse.Namespace) -> int:
     with _connected(args) as conn:
         result = _admin.stat_result(conn, dest)
     stats = result.destinations
-    if result.hidden:
-        who = "an anonymous connection" if args.user is None else f"user {args.user!r}"
-        note = (
-            f"{_plural(result.hidden, 'destination')} not shown: {who} has no 'admin' "
-            'permission on them (docs/operations.md, "Security")'
-        )
-        if not stats:
-            raise _CliError(note)
-        print(f"ternmq: {note}", file=sys.stderr)
+    _report_hidden(args, result.hidden, bool(stats), "destination", "them")
     if args.json:
         print(json.dumps([_stat_dict(d) for d in stats], indent=2))
         return 0
@@ -574,6 +566,37 @@ def _cmd_stat(args: argparse.Namespace) -> int:
     if not stats:
         print("(no destinations)")
     return 0
+
+
+def _report_hidden(args: argparse.Namespace, hidden: int, shown: bool, noun: str, on: str) -> None:
+    """Say on stderr that ``hidden`` ``noun``s were left out for want of ``admin`` (on
+    ``on``); with nothing ``shown``, fail with that."""
+    if not hidden:
+        return
+    who = "an anonymous connection" if args.user is None else f"user {args.user!r}"
+    note = (
+        f"{_plural(hidden, noun)} not shown: {who} has no 'admin' permission on {on} "
+        '(docs/operations.md, "Security")'
+    )
+    if not shown:
+        raise _CliError(note)
+    print(f"ternmq: {note}", file=sys.stderr)
+
+
+def _print_records(
+    args: argparse.Namespace,
+    records: Sequence[ConnectionInfo | SubscriptionInfo],
+    header: tuple[str, ...],
+    left: int,
+    row: Callable[[Any], tuple[str, ...]],
+) -> None:
+    """``records`` as one JSON object per line (``--json``), else as a table of ``header``
+    and one ``row(record)`` each (the first ``left`` columns flush left)."""
+    if args.json:
+        for record in records:
+            print(json.dumps({f: getattr(record, f) for f in record.__struct_fields__}))
+        return
+    _print_table([header, *(row(record) for record in records)], left)
 
 
 def _print_table(rows: list[tuple[str, ...]], left: int) -> None:
@@ -611,10 +634,6 @@ def _queue_arg(text: str, what: str) -> Destination:
     return dest
 
 
-def _who(args: argparse.Namespace) -> str:
-    return "an anonymous connection" if args.user is None else f"user {args.user!r}"
-
-
 def _cmd_create_destination(args: argparse.Namespace) -> int:
     dest = _parse_destination(args.destination)
     with _connected(args) as conn:
@@ -649,79 +668,55 @@ def _cmd_delete_message(args: argparse.Namespace) -> int:
     return 0
 
 
-def _struct_json(value: ConnectionInfo | SubscriptionInfo) -> str:
-    """One line of JSON: the fields of ``value``."""
-    return json.dumps({f: getattr(value, f) for f in value.__struct_fields__})
+def _connection_row(info: ConnectionInfo, own: str) -> tuple[str, ...]:
+    when = datetime.datetime.fromtimestamp(info.connected_at / 1000, tz=datetime.UTC)
+    return (
+        info.id + (" (this)" if info.id == own else ""),
+        info.protocol,
+        info.user or "-",
+        info.client_id or "-",
+        info.address or "-",
+        when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        str(info.sessions),
+        str(info.consumers),
+    )
 
 
 def _cmd_connections(args: argparse.Namespace) -> int:
     with _connected(args) as conn:
         own = conn.connection_id
         infos = _admin(conn).connections()
-    if args.json:
-        for info in infos:
-            print(_struct_json(info))
+    header = ("id", "protocol", "user", "client-id", "address", "connected", "sessions")
+    _print_records(args, infos, (*header, "consumers"), 6, lambda info: _connection_row(info, own))
+    return 0
+
+
+def _by_id(act: Callable[[Admin, str], None], done: str) -> Callable[[argparse.Namespace], int]:
+    """A command that does ``act(admin, ID)`` and then says ``done ID``."""
+
+    def command(args: argparse.Namespace) -> int:
+        with _connected(args) as conn:
+            act(_admin(conn), args.id)
+        print(f"{done} {args.id}")
         return 0
-    rows: list[tuple[str, ...]] = [
-        ("id", "protocol", "user", "client-id", "address", "connected", "sessions", "consumers")
-    ]
-    for info in infos:
-        when = datetime.datetime.fromtimestamp(info.connected_at / 1000, tz=datetime.UTC)
-        rows.append(
-            (
-                info.id + (" (this)" if info.id == own else ""),
-                info.protocol,
-                info.user or "-",
-                info.client_id or "-",
-                info.address or "-",
-                when.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                str(info.sessions),
-                str(info.consumers),
-            )
-        )
-    _print_table(rows, 6)
-    return 0
+
+    return command
 
 
-def _cmd_close_connection(args: argparse.Namespace) -> int:
-    with _connected(args) as conn:
-        _admin(conn).close_connection(args.id)
-    print(f"closed connection {args.id}")
-    return 0
+def _subscription_row(sub: SubscriptionInfo) -> tuple[str, ...]:
+    kind = ("shared " if sub.shared else "") + ("durable" if sub.durable else "plain")
+    return (sub.id, sub.topic, kind, sub.selector or "-", str(sub.consumers), str(sub.depth))
 
 
 def _cmd_subscriptions(args: argparse.Namespace) -> int:
     with _connected(args) as conn:
         result = _admin(conn).subscription_list()
     subs = result.subscriptions
-    if result.hidden:
-        note = (
-            f"{_plural(result.hidden, 'subscription')} not shown: {_who(args)} has no 'admin' "
-            'permission on their topics (docs/operations.md, "Security")'
-        )
-        if not subs:
-            raise _CliError(note)
-        print(f"ternmq: {note}", file=sys.stderr)
-    if args.json:
-        for sub in subs:
-            print(_struct_json(sub))
-        return 0
-    rows: list[tuple[str, ...]] = [("id", "topic", "kind", "selector", "consumers", "depth")]
-    for sub in subs:
-        kind = ("shared " if sub.shared else "") + ("durable" if sub.durable else "plain")
-        rows.append(
-            (sub.id, sub.topic, kind, sub.selector or "-", str(sub.consumers), str(sub.depth))
-        )
-    _print_table(rows, 4)
-    if not subs:
+    _report_hidden(args, result.hidden, bool(subs), "subscription", "their topics")
+    header = ("id", "topic", "kind", "selector", "consumers", "depth")
+    _print_records(args, subs, header, 4, _subscription_row)
+    if not subs and not args.json:
         print("(no subscriptions)")
-    return 0
-
-
-def _cmd_delete_subscription(args: argparse.Namespace) -> int:
-    with _connected(args) as conn:
-        _admin(conn).delete_subscription(args.id)
-    print(f"deleted subscription {args.id}")
     return 0
 
 
@@ -1101,22 +1096,25 @@ def _add_client_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     p = sub.add_parser("delete-message", parents=[common], help="delete one message of a queue")
     p.add_argument("destination", metavar="DEST", help="queue://NAME")
     p.add_argument("id", metavar="ID", help="its JMSMessageID (as browse shows it)")
-    p = sub.add_parser("connections", parents=[common], help="list the open connections")
-    p.add_argument("--json", action="store_true", help="one JSON object per connection and line")
-    p = sub.add_parser(
-        "close-connection",
-        parents=[common],
-        help="close a connection (its unacknowledged messages go back)",
-    )
-    p.add_argument("id", metavar="ID", help="ID:N, as connections shows it")
-    p = sub.add_parser("subscriptions", parents=[common], help="list the topic subscriptions")
-    p.add_argument("--json", action="store_true", help="one JSON object per subscription and line")
-    p = sub.add_parser(
-        "delete-subscription",
-        parents=[common],
-        help="delete a durable subscription (one without a consumer) and its messages",
-    )
-    p.add_argument("id", metavar="ID", help="its id, as subscriptions shows it")
+    # (list command, what it lists; the command that ends one by id, what that does)
+    for listing, things, ender, effect in (
+        (
+            "connections",
+            "connection",
+            "close-connection",
+            "close a connection (its unacknowledged messages go back)",
+        ),
+        (
+            "subscriptions",
+            "subscription",
+            "delete-subscription",
+            "delete a durable subscription (one without a consumer) and its messages",
+        ),
+    ):
+        p = sub.add_parser(listing, parents=[common], help=f"list the {things}s")
+        p.add_argument("--json", action="store_true", help=f"one JSON object per {things} and line")
+        p = sub.add_parser(ender, parents=[common], help=effect)
+        p.add_argument("id", metavar="ID", help=f"its id, as {listing} shows it")
 
     p = sub.add_parser("bench", parents=[common], help="measure throughput and latency")
     p.add_argument("--messages", type=_positive, default=10_000, help="messages (default 10000)")
@@ -1149,9 +1147,11 @@ _CLIENT_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "move": _cmd_move,
     "delete-message": _cmd_delete_message,
     "connections": _cmd_connections,
-    "close-connection": _cmd_close_connection,
+    "close-connection": _by_id(lambda admin, cid: admin.close_connection(cid), "closed connection"),
     "subscriptions": _cmd_subscriptions,
-    "delete-subscription": _cmd_delete_subscription,
+    "delete-subscription": _by_id(
+        lambda admin, sid: admin.delete_subscription(sid), "deleted subscription"
+    ),
     "bench": _cmd_bench,
 }
 
