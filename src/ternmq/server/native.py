@@ -206,9 +206,7 @@ class NativeConnection(GatewayConnection):
         self._opened()
         # The broker side exists (and counts against max_connections) only once the peer
         # is authenticated.
-        self.conn = broker.connect(self._emit)
-        self.conn.protocol = self.protocol  # what an operator's connection list shows
-        self.conn.address = self.peer
+        self.conn = self._attach(broker, self._emit)
         self.user = self.host.principal(req.user)
         self._handle(msgspec.structs.replace(req, user=self.user, password=None))
         if self.wire.state is not _OPEN:  # (accept() made it OPEN; Connect may close it)
