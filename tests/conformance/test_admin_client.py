@@ -19,6 +19,8 @@ from ternmq.errors import (
 
 from ._helpers import Connect, new_session, receive, send, texts, wait_for
 
+pytestmark = pytest.mark.also_failover
+
 
 def _fill(conn: Connection, queue: Queue, *regions: str) -> list[str]:
     s = new_session(conn)
@@ -108,7 +110,9 @@ def test_bad_input_raises_the_jms_exception(connection: Connection) -> None:
     assert [h.message.get_body(str) for h in admin.messages(q)] == ["EU0"]  # unchanged
 
 
-def test_connections_and_close(connect: Connect, factory: ConnectionFactory) -> None:
+def test_connections_and_close(
+    connect: Connect, factory: ConnectionFactory, transport: str
+) -> None:
     mine = connect()
     admin = Admin(mine)
     other = factory.create_connection()
@@ -125,17 +129,29 @@ def test_connections_and_close(connect: Connect, factory: ConnectionFactory) -> 
         assert mine.connection_id in infos
         with pytest.raises(IllegalStateException, match="this very connection"):
             admin.close_connection(mine.connection_id)
-        admin.close_connection(other.connection_id)
-        assert other.connection_id not in {i.id for i in admin.connections()}
-        # its unacknowledged message went back, redelivered
-        (held,) = list(admin.messages(q))
-        assert held.message.get_body(str) == "held" and held.delivery_count == 1
-        assert wait_for(lambda: _fails(other))
+        closed_id = other.connection_id
+        before = set(infos)
+        admin.close_connection(closed_id)
+        assert closed_id not in {i.id for i in admin.connections()}
+        # its unacknowledged message went back, redelivered (unless a failover client
+        # already took it again on its new link)
+        assert wait_for(lambda: _ended(admin, other, before, transport))
+        if transport != "failover":
+            (held,) = list(admin.messages(q))
+            assert held.message.get_body(str) == "held" and held.delivery_count == 1
     finally:
         other.close()
 
 
-def _fails(conn: Connection) -> bool:
+def _ended(admin: Admin, conn: Connection, before: set[str], transport: str) -> bool:
+    """Whether ``conn``, closed by an operator while the broker's connections were
+    ``before``, has heard of it: it fails, or over failover it is back as a new broker
+    connection (to a failover client a closed link is a lost one). (Over failover nothing
+    is asked of it meanwhile: a request made while its link is down waits for the reconnect
+    holding the connection's lock, which the reconnect needs: a known problem of the
+    failover client.)"""
+    if transport == "failover":
+        return any(i.id not in before for i in admin.connections())
     try:
         conn.create_session().close()
     except JMSException:
@@ -167,15 +183,19 @@ def test_subscriptions_list_and_delete(connect: Connect) -> None:
     assert not [x for x in admin.subscriptions() if x.topic == "topic://adm.news"]
 
 
-def test_delete_destination_with_consumers(connect: Connect, factory: ConnectionFactory) -> None:
+def test_delete_destination_with_consumers(
+    connect: Connect, factory: ConnectionFactory, transport: str
+) -> None:
     admin = Admin(connect())
     holder = factory.create_connection()
     try:
         holder.create_session().create_consumer(Queue("adm.busy"))
         with pytest.raises(IllegalStateException, match="has consumers"):
             admin.delete_destination("queue://adm.busy")
+        closed_id = holder.connection_id
+        before = {i.id for i in admin.connections()}
         assert admin.delete_destination("queue://adm.busy", force=True) == 0
-        assert holder.connection_id not in {i.id for i in admin.connections()}
-        assert wait_for(lambda: _fails(holder))
+        assert closed_id not in {i.id for i in admin.connections()}
+        assert wait_for(lambda: _ended(admin, holder, before, transport))
     finally:
         holder.close()
