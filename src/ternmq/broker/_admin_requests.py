@@ -114,7 +114,7 @@ def on_delete_destination(
     """``DeleteDestination``: see ``admin.delete_destination``; with ``force`` the
     connections holding consumers on it are closed first (not the asker's own)."""
     dest = admin.existing(broker, _dest(broker, conn, req.destination))
-    if req.force:
+    if req.force and not dest.is_temporary:  # (a temporary one is refused below)
         holders = admin.holders(broker, dest)
         if any(h is conn for h in holders):
             raise IllegalStateException(
