@@ -333,6 +333,7 @@ LAYERS: dict[str, int] = {
     "server": 5,
     "client": 6,
     "spark": 7,
+    "admin": 7,  # the public admin client, over client/
     "cli": 8,  # the command line runs the spark demo too
     "testing": 8,
 }

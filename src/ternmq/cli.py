@@ -20,17 +20,18 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ternmq._version import __version__
 from ternmq.errors import JMSException, MessageEOFException
 
 if TYPE_CHECKING:
+    from ternmq.admin import Admin
     from ternmq.client import Connection, MessageConsumer, Session
     from ternmq.destination import Destination
     from ternmq.message import Message
-    from ternmq.protocol.commands import DestinationStat
+    from ternmq.protocol.commands import ConnectionInfo, DestinationStat, SubscriptionInfo
 
 
 def _demo() -> int:
@@ -548,15 +549,7 @@ def _cmd_stat(args: argparse.Namespace) -> int:
     with _connected(args) as conn:
         result = _admin.stat_result(conn, dest)
     stats = result.destinations
-    if result.hidden:
-        who = "an anonymous connection" if args.user is None else f"user {args.user!r}"
-        note = (
-            f"{_plural(result.hidden, 'destination')} not shown: {who} has no 'admin' "
-            'permission on them (docs/operations.md, "Security")'
-        )
-        if not stats:
-            raise _CliError(note)
-        print(f"ternmq: {note}", file=sys.stderr)
+    _report_hidden(args, result.hidden, bool(stats), "destination", "them")
     if args.json:
         print(json.dumps([_stat_dict(d) for d in stats], indent=2))
         return 0
@@ -569,14 +562,51 @@ def _cmd_stat(args: argparse.Namespace) -> int:
         for s in d.subscriptions:
             row = (f"  sub {s.name}", s.kind, str(s.depth), str(s.in_flight), str(s.consumers))
             rows.append(row + ("",) * (len(header) - len(row)))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    for r in rows:
-        cells = [r[0].ljust(widths[0]), r[1].ljust(widths[1])]
-        cells += [cell.rjust(w) for cell, w in zip(r[2:], widths[2:])]
-        print("  ".join(cells).rstrip())
+    _print_table(rows, 2)
     if not stats:
         print("(no destinations)")
     return 0
+
+
+def _report_hidden(args: argparse.Namespace, hidden: int, shown: bool, noun: str, on: str) -> None:
+    """Say on stderr that ``hidden`` ``noun``s were left out for want of ``admin`` (on
+    ``on``); with nothing ``shown``, fail with that."""
+    if not hidden:
+        return
+    who = "an anonymous connection" if args.user is None else f"user {args.user!r}"
+    note = (
+        f"{_plural(hidden, noun)} not shown: {who} has no 'admin' permission on {on} "
+        '(docs/operations.md, "Security")'
+    )
+    if not shown:
+        raise _CliError(note)
+    print(f"ternmq: {note}", file=sys.stderr)
+
+
+def _print_records(
+    args: argparse.Namespace,
+    records: Sequence[ConnectionInfo | SubscriptionInfo],
+    header: tuple[str, ...],
+    left: int,
+    row: Callable[[Any], tuple[str, ...]],
+) -> None:
+    """``records`` as one JSON object per line (``--json``), else as a table of ``header``
+    and one ``row(record)`` each (the first ``left`` columns flush left)."""
+    if args.json:
+        for record in records:
+            print(json.dumps({f: getattr(record, f) for f in record.__struct_fields__}))
+        return
+    _print_table([header, *(row(record) for record in records)], left)
+
+
+def _print_table(rows: list[tuple[str, ...]], left: int) -> None:
+    """``rows`` (the first is the header) in aligned columns: the first ``left`` columns
+    flush left, the others (counters) flush right."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        cells = [cell.ljust(w) for cell, w in zip(r[:left], widths[:left])]
+        cells += [cell.rjust(w) for cell, w in zip(r[left:], widths[left:])]
+        print("  ".join(cells).rstrip())
 
 
 def _cmd_purge(args: argparse.Namespace) -> int:
@@ -588,6 +618,105 @@ def _cmd_purge(args: argparse.Namespace) -> int:
     with _connected(args) as conn:
         removed = _admin.purge(conn, dest)
     print(f"purged {_plural(removed, 'message')} from {dest}")
+    return 0
+
+
+def _admin(conn: Connection) -> Admin:
+    from ternmq.admin import Admin
+
+    return Admin(conn)
+
+
+def _queue_arg(text: str, what: str) -> Destination:
+    dest = _parse_destination(text)
+    if dest.is_topic:
+        raise _UsageError(f"{dest} is a topic: {what} needs a queue (queue://NAME)")
+    return dest
+
+
+def _cmd_create_destination(args: argparse.Namespace) -> int:
+    dest = _parse_destination(args.destination)
+    with _connected(args) as conn:
+        _admin(conn).create_destination(dest)
+    print(f"created {dest}")
+    return 0
+
+
+def _cmd_delete_destination(args: argparse.Namespace) -> int:
+    dest = _parse_destination(args.destination)
+    with _connected(args) as conn:
+        held = _admin(conn).delete_destination(dest, force=args.force)
+    print(f"deleted {dest} ({_plural(held, 'message')} with it)")
+    return 0
+
+
+def _cmd_move(args: argparse.Namespace) -> int:
+    source = _queue_arg(args.source, "move")
+    target = _queue_arg(args.target, "move")
+    with _connected(args) as conn:
+        moved = _admin(conn).move(source, target, args.selector)
+    what = f" matching {args.selector!r}" if args.selector else ""
+    print(f"moved {_plural(moved, 'message')}{what} from {source} to {target}")
+    return 0
+
+
+def _cmd_delete_message(args: argparse.Namespace) -> int:
+    dest = _queue_arg(args.destination, "delete-message")
+    with _connected(args) as conn:
+        _admin(conn).delete_message(dest, args.id)
+    print(f"deleted message {args.id} from {dest}")
+    return 0
+
+
+def _connection_row(info: ConnectionInfo, own: str) -> tuple[str, ...]:
+    when = datetime.datetime.fromtimestamp(info.connected_at / 1000, tz=datetime.UTC)
+    return (
+        info.id + (" (this)" if info.id == own else ""),
+        info.protocol,
+        info.user or "-",
+        info.client_id or "-",
+        info.address or "-",
+        when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        str(info.sessions),
+        str(info.consumers),
+    )
+
+
+def _cmd_connections(args: argparse.Namespace) -> int:
+    with _connected(args) as conn:
+        own = conn.connection_id
+        infos = _admin(conn).connections()
+    header = ("id", "protocol", "user", "client-id", "address", "connected", "sessions")
+    _print_records(args, infos, (*header, "consumers"), 6, lambda info: _connection_row(info, own))
+    return 0
+
+
+def _by_id(act: Callable[[Admin, str], None], done: str) -> Callable[[argparse.Namespace], int]:
+    """A command that does ``act(admin, ID)`` and then says ``done ID``."""
+
+    def command(args: argparse.Namespace) -> int:
+        with _connected(args) as conn:
+            act(_admin(conn), args.id)
+        print(f"{done} {args.id}")
+        return 0
+
+    return command
+
+
+def _subscription_row(sub: SubscriptionInfo) -> tuple[str, ...]:
+    kind = ("shared " if sub.shared else "") + ("durable" if sub.durable else "plain")
+    return (sub.id, sub.topic, kind, sub.selector or "-", str(sub.consumers), str(sub.depth))
+
+
+def _cmd_subscriptions(args: argparse.Namespace) -> int:
+    with _connected(args) as conn:
+        result = _admin(conn).subscription_list()
+    subs = result.subscriptions
+    _report_hidden(args, result.hidden, bool(subs), "subscription", "their topics")
+    header = ("id", "topic", "kind", "selector", "consumers", "depth")
+    _print_records(args, subs, header, 4, _subscription_row)
+    if not subs and not args.json:
+        print("(no subscriptions)")
     return 0
 
 
@@ -943,6 +1072,50 @@ def _add_client_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     p = sub.add_parser("purge", parents=[common], help="remove the waiting messages of a queue")
     p.add_argument("destination", metavar="DEST", help="queue://NAME")
 
+    p = sub.add_parser("create-destination", parents=[common], help="create a queue or topic")
+    p.add_argument("destination", metavar="DEST", help=dest_help)
+    p = sub.add_parser(
+        "delete-destination",
+        parents=[common],
+        help="delete a queue or topic with its messages (and a topic's subscriptions)",
+    )
+    p.add_argument("destination", metavar="DEST", help=dest_help)
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="close the connections that have consumers on it (else it is refused)",
+    )
+    p = sub.add_parser(
+        "move",
+        parents=[common],
+        help="move a queue's waiting messages to another queue (dead-letter retry)",
+    )
+    p.add_argument("source", metavar="FROM", help="queue://NAME")
+    p.add_argument("target", metavar="TO", help="queue://NAME")
+    p.add_argument("--selector", help="move only the messages this JMS selector matches")
+    p = sub.add_parser("delete-message", parents=[common], help="delete one message of a queue")
+    p.add_argument("destination", metavar="DEST", help="queue://NAME")
+    p.add_argument("id", metavar="ID", help="its JMSMessageID (as browse shows it)")
+    # (list command, what it lists; the command that ends one by id, what that does)
+    for listing, things, ender, effect in (
+        (
+            "connections",
+            "connection",
+            "close-connection",
+            "close a connection (its unacknowledged messages go back)",
+        ),
+        (
+            "subscriptions",
+            "subscription",
+            "delete-subscription",
+            "delete a durable subscription (one without a consumer) and its messages",
+        ),
+    ):
+        p = sub.add_parser(listing, parents=[common], help=f"list the {things}s")
+        p.add_argument("--json", action="store_true", help=f"one JSON object per {things} and line")
+        p = sub.add_parser(ender, parents=[common], help=effect)
+        p.add_argument("id", metavar="ID", help=f"its id, as {listing} shows it")
+
     p = sub.add_parser("bench", parents=[common], help="measure throughput and latency")
     p.add_argument("--messages", type=_positive, default=10_000, help="messages (default 10000)")
     p.add_argument("--size", type=_count, default=256, help="body bytes (default 256)")
@@ -969,6 +1142,16 @@ _CLIENT_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "browse": _cmd_browse,
     "stat": _cmd_stat,
     "purge": _cmd_purge,
+    "create-destination": _cmd_create_destination,
+    "delete-destination": _cmd_delete_destination,
+    "move": _cmd_move,
+    "delete-message": _cmd_delete_message,
+    "connections": _cmd_connections,
+    "close-connection": _by_id(lambda admin, cid: admin.close_connection(cid), "closed connection"),
+    "subscriptions": _cmd_subscriptions,
+    "delete-subscription": _by_id(
+        lambda admin, sid: admin.delete_subscription(sid), "deleted subscription"
+    ),
     "bench": _cmd_bench,
 }
 

@@ -10,11 +10,15 @@ its private members, and never import ``engine.py`` (the engine imports them):
   cumulative acknowledgement, staged publishing) needs: destination lookup and permission
   checks, a message's bytes, settling an entry, routing a batch, and the staged-transaction
   state it keeps on the engine.
+- :class:`AdminEngine` is what the operator's operations (``admin.py``, and the native
+  protocol's admin requests of ``_admin_requests.py``) need: the destinations, settling,
+  routing and deleting, and the connections.
 - :class:`RecoveringEngine` is what recovery (``_recover.py``) needs to rebuild queues,
   durable subscriptions and staged transactions when the engine starts.
 
-A protocol lists exactly what its module uses; growing one is a design decision, visible in
-review.
+What several of them share is stated once (:class:`EngineMessages`,
+:class:`EngineDestinations`) and inherited. A protocol lists exactly what its module uses;
+growing one is a design decision, visible in review.
 """
 
 from __future__ import annotations
@@ -31,12 +35,80 @@ from ternmq.message import Message
 from ternmq.protocol import commands as c
 from ternmq.store import Op
 
-__all__ = ["RecoveringEngine", "SequencedEngine"]
+__all__ = [
+    "AdminEngine",
+    "EngineDestinations",
+    "EngineMessages",
+    "RecoveringEngine",
+    "SequencedEngine",
+]
 
 _SendT = TypeVar("_SendT", c.Send, c.StagedSend)
+_R = TypeVar("_R")
 
 
-class SequencedEngine(Protocol):
+class EngineMessages(Protocol):
+    """What every side module needs of the engine: time, names, a message's bytes, settling
+    an entry, and checking and routing messages."""
+
+    @property
+    def clock(self) -> Clock:
+        """The engine's time source."""
+        ...
+
+    def resolve(self, text: str) -> Destination:
+        """The destination named by ``text``.
+
+        Raises:
+            JMSException: ``text`` is not a destination.
+        """
+        ...
+
+    def view(self, e: Entry) -> Message:
+        """The decoded message of ``e``, for selectors.
+
+        Raises:
+            JMSException: a paged-out message is missing from the store.
+        """
+        ...
+
+    def data(self, e: Entry) -> bytes:
+        """The encoded message of ``e``.
+
+        Raises:
+            JMSException: a paged-out message is missing from the store.
+        """
+        ...
+
+    def finish(self, e: Entry) -> None:
+        """``e`` leaves its queue for good (acknowledged)."""
+        ...
+
+    def check_send(
+        self, conn: BrokerConnection, req: c.Send | c.StagedSend, dest_ok: bool = False
+    ) -> Destination:
+        """Everything a message must pass before it is accepted; its destination.
+
+        Raises:
+            JMSException: a check failed (its subclass names which).
+        """
+        ...
+
+    def publish_all(
+        self,
+        conn: BrokerConnection,
+        sends: Iterable[tuple[Destination, c.Send | c.StagedSend]],
+        failure: str,
+    ) -> int:
+        """Route every message or none; how many were routed.
+
+        Raises:
+            TransactionRolledBackException: one could not be routed (``failure: reason``).
+        """
+        ...
+
+
+class SequencedEngine(EngineMessages, Protocol):
     """The engine as sequence access (``_sequenced.py``) sees it."""
 
     staged_bytes: int  # message bytes of staged transactions (they count as memory)
@@ -44,11 +116,6 @@ class SequencedEngine(Protocol):
     @property
     def config(self) -> BrokerConfig:
         """The broker settings."""
-        ...
-
-    @property
-    def clock(self) -> Clock:
-        """The engine's time source."""
         ...
 
     @property
@@ -87,14 +154,6 @@ class SequencedEngine(Protocol):
         """The last committed batch of every sink."""
         ...
 
-    def resolve(self, text: str) -> Destination:
-        """The destination named by ``text``.
-
-        Raises:
-            JMSException: ``text`` is not a destination.
-        """
-        ...
-
     def authorize(self, conn: BrokerConnection, action: str, dest: Destination) -> None:
         """Refuse ``action`` on ``dest`` unless the authorizer allows it.
 
@@ -111,36 +170,6 @@ class SequencedEngine(Protocol):
         """
         ...
 
-    def view(self, e: Entry) -> Message:
-        """The decoded message of ``e``, for selectors.
-
-        Raises:
-            JMSException: a paged-out message is missing from the store.
-        """
-        ...
-
-    def data(self, e: Entry) -> bytes:
-        """The encoded message of ``e``.
-
-        Raises:
-            JMSException: a paged-out message is missing from the store.
-        """
-        ...
-
-    def finish(self, e: Entry) -> None:
-        """``e`` leaves its queue for good (acknowledged)."""
-        ...
-
-    def check_send(
-        self, conn: BrokerConnection, req: c.Send | c.StagedSend, dest_ok: bool = False
-    ) -> Destination:
-        """Everything a message must pass before it is accepted; its destination.
-
-        Raises:
-            JMSException: a check failed (its subclass names which).
-        """
-        ...
-
     def stamp_user(self, conn: BrokerConnection, req: _SendT) -> _SendT:
         """``req`` with JMSXUserID set to the connection's user (PROP-23)."""
         ...
@@ -149,21 +178,26 @@ class SequencedEngine(Protocol):
         """Make sure the reaper runs within ``expiry_scan_interval`` of ``now``."""
         ...
 
-    def publish_all(
-        self,
-        conn: BrokerConnection,
-        sends: Iterable[tuple[Destination, c.Send | c.StagedSend]],
-        failure: str,
-    ) -> int:
-        """Route every message or none; how many were routed.
 
-        Raises:
-            TransactionRolledBackException: one could not be routed (``failure: reason``).
-        """
+class EngineDestinations(Protocol):
+    """The engine's destinations, as recovery and the operator's operations see them."""
+
+    @property
+    def queues(self) -> dict[Destination, MessageQueue]:
+        """Queues by destination."""
+        ...
+
+    @property
+    def topics(self) -> dict[Destination, list[Subscription]]:
+        """The subscriptions of every topic."""
+        ...
+
+    def new_queue(self, dest: Destination, owner: BrokerConnection | None = None) -> MessageQueue:
+        """Create queue ``dest`` (durable unless temporary) and register it."""
         ...
 
 
-class RecoveringEngine(Protocol):
+class RecoveringEngine(EngineDestinations, Protocol):
     """The engine as recovery (``_recover.py``) sees it, when it starts."""
 
     staged_bytes: int  # message bytes of staged transactions
@@ -176,16 +210,6 @@ class RecoveringEngine(Protocol):
         ...
 
     @property
-    def queues(self) -> dict[Destination, MessageQueue]:
-        """Queues by destination."""
-        ...
-
-    @property
-    def topics(self) -> dict[Destination, list[Subscription]]:
-        """The subscriptions of every topic."""
-        ...
-
-    @property
     def durable(self) -> dict[tuple[str | None, str], Subscription]:
         """Durable subscriptions by (client id, name)."""
         ...
@@ -193,10 +217,6 @@ class RecoveringEngine(Protocol):
     @property
     def staged(self) -> dict[str, StagedTx]:
         """Staged transactions by txid."""
-        ...
-
-    def new_queue(self, dest: Destination, owner: BrokerConnection | None = None) -> MessageQueue:
-        """Create queue ``dest`` (durable unless temporary) and register it."""
         ...
 
     def durable_queue(self, key: str, name: str) -> MessageQueue:
@@ -209,4 +229,51 @@ class RecoveringEngine(Protocol):
 
     def arm_reaper(self, now: int) -> None:
         """Make sure the reaper runs within ``expiry_scan_interval`` of ``now``."""
+        ...
+
+
+class AdminEngine(EngineMessages, EngineDestinations, Protocol):
+    """The engine as the operator's operations (``admin.py``, ``_admin_requests.py``) see it."""
+
+    @property
+    def authorizer(self) -> Callable[[str | None, str, str], bool] | None:
+        """``authorizer(user, action, destination) -> bool``, or None (everything allowed)."""
+        ...
+
+    @property
+    def connections(self) -> dict[str, BrokerConnection]:
+        """The open connections by id."""
+        ...
+
+    def delete_queue(self, dest: Destination) -> int:
+        """Delete queue ``dest`` with its messages; how many it held."""
+        ...
+
+    def delete_topic(self, dest: Destination) -> None:
+        """Delete topic ``dest`` with its subscriptions."""
+        ...
+
+    def delete_subscription(self, sub: Subscription) -> None:
+        """Delete ``sub`` and its messages."""
+        ...
+
+    def purge_queue(self, q: MessageQueue) -> int:
+        """Drop every message of ``q`` not in flight; how many."""
+        ...
+
+    def stat(self, dest: Destination) -> c.DestinationStat:
+        """The figures of existing destination ``dest``."""
+        ...
+
+    def run_admin(self, change: Callable[[], _R], done: Callable[[c.Command], None]) -> _R:
+        """Run an operator's ``change`` as one request; ``done`` hears when it is durable.
+
+        Raises:
+            whatever ``change`` raises.
+        """
+        ...
+
+    def close_connection(self, conn: BrokerConnection, reason: str) -> None:
+        """Close ``conn`` on the broker's side: release what it held and tell it
+        ``ConnectionFailed(reason)``."""
         ...

@@ -157,6 +157,11 @@ class BrokerConnection:
         self.temporaries: dict[Destination, Any] = {}
         self.closed = False
         self._delivery_ids = itertools.count(1)
+        # What an operator sees of it (the admin requests): set by the engine and the
+        # gateway that accepted it.
+        self.protocol = "vm"
+        self.address: str | None = None
+        self.connected_at = 0  # epoch ms
 
     def next_delivery_id(self) -> int:
         """The next delivery id of this connection (1, 2, ...)."""

@@ -35,9 +35,9 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
+from ternmq.broker._ports import AdminEngine
 from ternmq.broker._queue import READY, SCHEDULED, Entry, MessageQueue
-from ternmq.broker._records import Subscription
-from ternmq.broker.engine import Broker, BrokerConnection
+from ternmq.broker._records import BrokerConnection, Subscription
 from ternmq.destination import Destination, destination
 from ternmq.errors import (
     IllegalStateException,
@@ -83,7 +83,7 @@ class Conflict(IllegalStateException):
     """The change conflicts with the broker's state: it exists, or is in use."""
 
 
-def change(broker: Broker, fn: Callable[[], R], done: Callable[[c.Command], None]) -> R:
+def change(broker: AdminEngine, fn: Callable[[], R], done: Callable[[c.Command], None]) -> R:
     """Run the change ``fn`` on ``broker``; ``done(Ok | Error)`` once its store batch is
     durable (see the module doc). Returns what ``fn`` returns.
 
@@ -108,7 +108,7 @@ def parse(text: str) -> Destination:
         ) from exc
 
 
-def existing(broker: Broker, dest: Destination) -> Destination:
+def existing(broker: AdminEngine, dest: Destination) -> Destination:
     """``dest`` if the broker has it.
 
     Raises:
@@ -119,7 +119,7 @@ def existing(broker: Broker, dest: Destination) -> Destination:
     return dest
 
 
-def _queue(broker: Broker, dest: Destination, what: str) -> MessageQueue:
+def _queue(broker: AdminEngine, dest: Destination, what: str) -> MessageQueue:
     existing(broker, dest)
     if dest.is_topic:
         raise InvalidDestinationException(
@@ -129,7 +129,7 @@ def _queue(broker: Broker, dest: Destination, what: str) -> MessageQueue:
     return broker.queues[dest]
 
 
-def create_destination(broker: Broker, dest: Destination) -> None:
+def create_destination(broker: AdminEngine, dest: Destination) -> None:
     """Create queue or topic ``dest`` (a change: run it with :func:`change`). A queue that
     holds no persistent message is not remembered across a restart unless the broker config
     declares it (as with auto-created destinations).
@@ -150,7 +150,7 @@ def create_destination(broker: Broker, dest: Destination) -> None:
         broker.new_queue(dest)
 
 
-def holders(broker: Broker, dest: Destination) -> list[BrokerConnection]:
+def holders(broker: AdminEngine, dest: Destination) -> list[BrokerConnection]:
     """The connections with a consumer on ``dest`` (on one of its subscriptions for a
     topic), each once."""
     if dest.is_topic:
@@ -166,7 +166,7 @@ def holders(broker: Broker, dest: Destination) -> list[BrokerConnection]:
     return list(seen.values())
 
 
-def delete_destination(broker: Broker, dest: Destination) -> int:
+def delete_destination(broker: AdminEngine, dest: Destination) -> int:
     """Delete ``dest`` with every message it holds (a change); persistent messages and durable
     subscriptions leave the store. Returns how many messages went.
 
@@ -193,7 +193,7 @@ def delete_destination(broker: Broker, dest: Destination) -> int:
     return broker.delete_queue(dest)
 
 
-def purge(broker: Broker, dest: Destination) -> int:
+def purge(broker: AdminEngine, dest: Destination) -> int:
     """Drop every message of queue ``dest`` that is not in flight (a change); returns how
     many.
 
@@ -219,7 +219,7 @@ def _selector(text: str | None) -> Selector | None:
 
 
 def browse(
-    broker: Broker, dest: Destination, selector: str | None, offset: int, limit: int
+    broker: AdminEngine, dest: Destination, selector: str | None, offset: int, limit: int
 ) -> tuple[list[tuple[Entry, Message]], bool]:
     """One page of queue ``dest``'s visible messages that match ``selector``: those after
     the first ``offset`` matches, at most ``limit`` (1..:data:`MAX_PAGE`), in delivery order,
@@ -267,7 +267,7 @@ def _held(q: MessageQueue) -> Iterator[Entry]:
     )
 
 
-def find_message(broker: Broker, dest: Destination, mid: str) -> tuple[Entry, Message]:
+def find_message(broker: AdminEngine, dest: Destination, mid: str) -> tuple[Entry, Message]:
     """The entry and decoded message of queue ``dest`` named ``mid`` (see the module doc).
 
     Raises:
@@ -291,7 +291,7 @@ def find_message(broker: Broker, dest: Destination, mid: str) -> tuple[Entry, Me
     raise NotFound(f"no message {mid} in {dest}")
 
 
-def delete_message(broker: Broker, dest: Destination, mid: str) -> None:
+def delete_message(broker: AdminEngine, dest: Destination, mid: str) -> None:
     """Drop one message of queue ``dest`` (a change; a persistent one leaves the store).
 
     Raises:
@@ -307,7 +307,7 @@ def delete_message(broker: Broker, dest: Destination, mid: str) -> None:
     broker.finish(e)
 
 
-def send(broker: Broker, user: str | None, dest: Destination, msg: Message) -> str:
+def send(broker: AdminEngine, user: str | None, dest: Destination, msg: Message) -> str:
     """Publish ``msg`` to ``dest`` (a change) as user ``user``, with a new JMSMessageID, its
     timestamp and JMSDestination set here (its delivery mode, priority, expiration and other
     headers are the caller's). Returns its JMSMessageID.
@@ -341,7 +341,11 @@ def send(broker: Broker, user: str | None, dest: Destination, msg: Message) -> s
 
 
 def move(
-    broker: Broker, user: str | None, source: Destination, target: Destination, selector: str | None
+    broker: AdminEngine,
+    user: str | None,
+    source: Destination,
+    target: Destination,
+    selector: str | None,
 ) -> int:
     """Move the messages of queue ``source`` that are not in flight and match ``selector``
     (every one for None) to queue ``target`` (a change; see the module doc). Returns how
@@ -396,7 +400,7 @@ def move(
     return len(picked)
 
 
-def _operator(broker: Broker, user: str | None) -> BrokerConnection:
+def _operator(broker: AdminEngine, user: str | None) -> BrokerConnection:
     """The connection an operator's messages come from: not registered with the broker (it
     has no socket), acting as ``user``."""
     conn = BrokerConnection(broker, "ID:operator", _nowhere)
@@ -409,14 +413,14 @@ def _nowhere(cmd: c.Command) -> None:
 
 
 # ---- subscriptions ---------------------------------------------------------------------------
-def subscriptions(broker: Broker) -> list[Subscription]:
+def subscriptions(broker: AdminEngine) -> list[Subscription]:
     """Every subscription of every topic, by topic and name."""
     subs = [sub for topic_subs in broker.topics.values() for sub in topic_subs]
     subs.sort(key=lambda s: (str(s.topic), s.name))
     return subs
 
 
-def find_subscription(broker: Broker, sid: str) -> Subscription:
+def find_subscription(broker: AdminEngine, sid: str) -> Subscription:
     """The subscription whose id (its queue's key) is ``sid``.
 
     Raises:
@@ -429,7 +433,7 @@ def find_subscription(broker: Broker, sid: str) -> Subscription:
     raise NotFound(f"no subscription {sid!r} on this broker")
 
 
-def delete_subscription(broker: Broker, sid: str) -> Subscription:
+def delete_subscription(broker: AdminEngine, sid: str) -> Subscription:
     """Delete durable subscription ``sid`` and its messages (a change). Returns it.
 
     Raises:

@@ -37,6 +37,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from ternmq._version import __version__
+from ternmq.broker._admin_requests import HANDLERS as ADMIN_HANDLERS
 from ternmq.broker._dedup import DuplicateIds
 from ternmq.broker._gate import Output, OutputGate, fail_replies, without_deliveries
 from ternmq.broker._queue import COPY_OVERHEAD, GONE, INFLIGHT, Entry, MessageQueue, Stored
@@ -93,6 +94,15 @@ MAX_CLIENT_ID = 256  # CONN-08: longer ids, and ids with control characters, are
 _SendT = TypeVar("_SendT", c.Send, c.StagedSend)  # a message to route: sent or staged
 _R = TypeVar("_R")
 _USER_ID: Final = b"JMSXUserID"  # in an encoded message only if a property has the name
+
+
+def _jms_kind(exc: JMSException) -> str:
+    """The JMS exception class an ``Error`` names for ``exc``: its own, or for an internal
+    subclass (``admin.NotFound``) the nearest public one, which a client can raise."""
+    for cls in type(exc).__mro__:
+        if cls.__module__ == JMSException.__module__:
+            return cls.__name__
+    return "JMSException"
 
 
 def _run_now(fn: Callable[[], None]) -> None:
@@ -240,6 +250,7 @@ class Broker:
     def connect(self, emit: Emit) -> BrokerConnection:
         """Open the broker side of a connection whose output goes to ``emit``."""
         conn = BrokerConnection(self, f"ID:{next(self._conn_ids)}", emit)
+        conn.connected_at = self.clock.now_ms()
         self.connections[conn.id] = conn
         return conn
 
@@ -260,7 +271,7 @@ class Broker:
             self._ops.clear()
             self._removed.clear()
             self._dispatch_dirty()
-            reply = c.Error(corr=req.corr, kind=type(exc).__name__, message=str(exc))
+            reply = c.Error(corr=req.corr, kind=_jms_kind(exc), message=str(exc))
         if reply is not None:
             self._answer(conn, req, reply)
         self._flush()
@@ -314,6 +325,14 @@ class Broker:
         self.store.close()  # writes what is queued; its completions are posted to us
         self._gate.mark_all()
         self._release_done()
+
+    def close_connection(self, conn: BrokerConnection, reason: str) -> None:
+        """An operator closes ``conn``: release everything it held (REL-10; dispatch follows
+        when the current request ends) and tell it ``ConnectionFailed(reason)`` (its gateway
+        then closes the socket). Inside a request only."""
+        if not conn.closed:
+            self._close_connection(conn)
+            self._out.append((conn, c.ConnectionFailed(message=reason)))
 
     def drop_connection(self, conn: BrokerConnection) -> None:
         """The transport lost ``conn``: release everything it held (REL-10)."""
@@ -1699,4 +1718,5 @@ Broker._handlers = {
     c.Stat: Broker._on_stat,
     c.Purge: Broker._on_purge,
     **HANDLERS,
+    **ADMIN_HANDLERS,
 }

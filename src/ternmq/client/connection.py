@@ -88,7 +88,17 @@ _CLIENT_OPTIONS: Final = ("prefetch", "client_id", "block_on_non_persistent_send
 
 # Requests that change nothing in the broker: in flight when a failover link died, they are
 # simply sent again on the new link.
-_RESENDABLE: Final = (c.Pull, c.Browse, c.Stat, c.GetBounds, c.ReadRange)
+_RESENDABLE: Final = (
+    c.Pull,
+    c.Browse,
+    c.Stat,
+    c.GetBounds,
+    c.ReadRange,
+    c.BrowseMessages,
+    c.GetMessage,
+    c.ListConnections,
+    c.ListSubscriptions,
+)
 
 
 class ConnectionFactory:

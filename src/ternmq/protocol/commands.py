@@ -27,6 +27,22 @@ from typing import Literal
 import msgspec
 
 __all__ = [
+    "AdminMessage",
+    "BrowseMessages",
+    "CloseConnection",
+    "ConnectionInfo",
+    "ConnectionList",
+    "CreateDestination",
+    "DeleteDestination",
+    "DeleteMessage",
+    "DeleteSubscription",
+    "GetMessage",
+    "ListConnections",
+    "ListSubscriptions",
+    "MessagePage",
+    "MoveMessages",
+    "SubscriptionInfo",
+    "SubscriptionList",
     "AbortStaged",
     "Ack",
     "AckUpto",
@@ -281,6 +297,85 @@ class Purge(_Request, frozen=True, kw_only=True, tag=True):
     destination: str
 
 
+# ---- the operator's requests (broker/admin.py; each needs the ``admin`` permission) ----------
+# Messages are named by their JMSMessageID, or ``seq:N`` when a producer disabled ids.
+# Connections and subscriptions by the ids their lists show. Reads change nothing; a change is
+# answered once its store batch is durable.
+
+
+class CreateDestination(_Request, frozen=True, kw_only=True, tag=True):
+    """Admin: create queue or topic ``destination``. Answered by ``Ok``."""
+
+    destination: str
+
+
+class DeleteDestination(_Request, frozen=True, kw_only=True, tag=True):
+    """Admin: delete ``destination`` with its messages (and a topic's subscriptions); refused
+    while it has consumers unless ``force`` (their connections are closed). Answered by
+    ``Ok`` whose ``value`` is the number of messages it held, as decimal text."""
+
+    destination: str
+    force: bool = False
+
+
+class BrowseMessages(_Request, frozen=True, kw_only=True, tag=True):
+    """Admin: one page of a queue's messages (ready, scheduled or in flight) that match
+    ``selector``, after the first ``offset`` matches, at most ``limit``. Answered by
+    ``MessagePage`` (which may hold fewer, to bound its size: ``more`` then says so)."""
+
+    destination: str
+    selector: str | None = None
+    offset: int = 0
+    limit: int = 50
+
+
+class GetMessage(_Request, frozen=True, kw_only=True, tag=True):
+    """Admin: the message ``message_id`` of a queue. Answered by ``MessagePage`` (one)."""
+
+    destination: str
+    message_id: str
+
+
+class DeleteMessage(_Request, frozen=True, kw_only=True, tag=True):
+    """Admin: drop the message ``message_id`` of a queue (not one in flight). ``Ok``."""
+
+    destination: str
+    message_id: str
+
+
+class MoveMessages(_Request, frozen=True, kw_only=True, tag=True):
+    """Admin: move the messages of queue ``destination`` that are not in flight and match
+    ``selector`` (all for None) to queue ``target``, all or none. Answered by ``Ok`` whose
+    ``value`` is the number moved, as decimal text."""
+
+    destination: str
+    target: str
+    selector: str | None = None
+
+
+class ListConnections(_Request, frozen=True, kw_only=True, tag=True):
+    """Admin (on every destination): the open connections. Answered by ``ConnectionList``."""
+
+
+class CloseConnection(_Request, frozen=True, kw_only=True, tag=True):
+    """Admin (on every destination): close connection ``connection_id`` (its
+    unacknowledged messages go back). Answered by ``Ok``."""
+
+    connection_id: str
+
+
+class ListSubscriptions(_Request, frozen=True, kw_only=True, tag=True):
+    """Admin: the subscriptions of the topics the user may administer. Answered by
+    ``SubscriptionList``."""
+
+
+class DeleteSubscription(_Request, frozen=True, kw_only=True, tag=True):
+    """Admin: delete durable subscription ``subscription_id`` (one without an active
+    consumer) and its messages. Answered by ``Ok``."""
+
+    subscription_id: str
+
+
 # ---- sequence-number access (log reads, cumulative ack, staged publish) --------------------
 # A queue or a durable subscription is also a log: every message it takes gets the next
 # sequence number of that destination (monotonic across restarts, not dense). These requests
@@ -461,6 +556,68 @@ class StatResult(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like
     hidden: int = 0
 
 
+class AdminMessage(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """One message of a ``MessagePage``: its name (``id``), ``state`` (``ready``,
+    ``scheduled`` or ``in_flight``), deliveries so far, and its encoding."""
+
+    id: str
+    state: Literal["ready", "scheduled", "in_flight"]
+    delivery_count: int
+    message: bytes
+
+
+class MessagePage(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
+    """Reply to ``BrowseMessages`` and ``GetMessage``; ``more``: further matches follow."""
+
+    corr: int = 0
+    messages: list[AdminMessage] = msgspec.field(default_factory=list)
+    more: bool = False
+
+
+class ConnectionInfo(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """One open connection in a ``ConnectionList``: its ``protocol`` (``native``, or ``vm``
+    for an in-process one), peer ``address``, ``connected_at`` in epoch ms."""
+
+    id: str
+    protocol: str
+    user: str | None = None
+    client_id: str | None = None
+    address: str | None = None
+    connected_at: int = 0
+    sessions: int = 0
+    consumers: int = 0
+
+
+class ConnectionList(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
+    """Reply to ``ListConnections``, by connection number."""
+
+    corr: int = 0
+    connections: list[ConnectionInfo] = msgspec.field(default_factory=list)
+
+
+class SubscriptionInfo(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """One subscription in a ``SubscriptionList``; ``name`` is None for a plain consumer's."""
+
+    id: str
+    topic: str
+    name: str | None = None
+    client_id: str | None = None
+    durable: bool = False
+    shared: bool = False
+    selector: str | None = None
+    consumers: int = 0
+    depth: int = 0
+
+
+class SubscriptionList(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
+    """Reply to ``ListSubscriptions``, by topic and name; ``hidden`` counts those of topics
+    the user may not administer (left out)."""
+
+    corr: int = 0
+    subscriptions: list[SubscriptionInfo] = msgspec.field(default_factory=list)
+    hidden: int = 0
+
+
 class Bounds(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
     """Reply to ``GetBounds``: reading ``(earliest, latest]`` gives every message held now
     that a reader may see (a scheduled message caps ``latest`` below itself until due)."""
@@ -549,6 +706,16 @@ Request = (
     | Stage
     | CommitStaged
     | AbortStaged
+    | CreateDestination
+    | DeleteDestination
+    | BrowseMessages
+    | GetMessage
+    | DeleteMessage
+    | MoveMessages
+    | ListConnections
+    | CloseConnection
+    | ListSubscriptions
+    | DeleteSubscription
 )
 Reply = (
     Ok
@@ -560,6 +727,9 @@ Reply = (
     | Bounds
     | RangeResult
     | StagedResult
+    | MessagePage
+    | ConnectionList
+    | SubscriptionList
 )
 Event = Deliver | ConnectionFailed | SendFailed
 Command = Request | Reply | Event

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from typing import ClassVar, Protocol, cast
 
+from ternmq.broker._records import Emit
 from ternmq.broker.engine import Broker, BrokerConnection
 from ternmq.protocol import commands as c
 from ternmq.server.admission import PasswordCheck
@@ -378,6 +379,14 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
             # A peer that never reads would keep the socket open forever: abort it.
             self._abort_timer = self.loop.call_later(self.limits.shutdown_grace, t.abort)
         self._log_closed(reason)
+
+    def _attach(self, broker: Broker, emit: Emit) -> BrokerConnection:
+        """Open this connection's broker side (output to ``emit``), labelled with the
+        protocol and peer address an operator's connection list shows."""
+        conn = broker.connect(emit)
+        conn.protocol = self.protocol
+        conn.address = self.peer
+        return conn
 
     def _drop_broker_side(self) -> None:
         """Release what the broker holds for this connection (REL-10), once."""

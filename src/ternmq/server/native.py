@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, cast
 
 import msgspec
 
@@ -190,7 +190,7 @@ class NativeConnection(GatewayConnection):
         self._opened()
         # The broker side exists (and counts against max_connections) only once the peer
         # is authenticated.
-        self.conn = broker.connect(self._emit)
+        self.conn = self._attach(broker, self._emit)
         self.user = self.host.principal(req.user)
         self._handle(msgspec.structs.replace(req, user=self.user, password=None))
         if self.wire.state is not _OPEN:  # (accept() made it OPEN; Connect may close it)
@@ -224,7 +224,7 @@ class NativeConnection(GatewayConnection):
         if t is c.Deliver or t is c.SendFailed:
             return
         if t is c.ConnectionFailed:
-            self.close("the broker stopped")
+            self.close(cast(c.ConnectionFailed, cmd).message)
             return
         corr: int = cmd.corr  # type: ignore[union-attr]
         self._last_reply_corr = corr
