@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import aiohttp
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from server._support import ServerProcess
 from ternmq import ConnectionFactory, Queue, TextMessage
@@ -111,5 +112,34 @@ def test_error_closes_the_websocket(server: ServerProcess) -> None:
             assert err.command == "ERROR" and err.get("message")
             with pytest.raises(ConnectionError):
                 await cl.recv()
+
+    run(main())
+
+
+def test_stomp_connections_are_listed_and_counted_as_stomp(server: ServerProcess) -> None:
+    """A STOMP client shows as protocol ``stomp`` in the connection list and in
+    ``ternmq_connections{protocol="stomp"}``, not as a native connection."""
+
+    async def main() -> None:
+        async with ws_stomp(server) as cl:
+            await cl.send("CONNECT", [("accept-version", "1.2"), ("client-id", "ws-listed")])
+            assert (await cl.recv()).command == "CONNECTED"
+            async with aiohttp.ClientSession() as http:
+                async with http.get(server.http_url + "/api/connections") as resp:
+                    assert resp.status == 200
+                    listed = await resp.json()
+                async with http.get(server.http_url + "/metrics") as resp:
+                    metrics = await resp.text()
+            (mine,) = [x for x in listed if x["client_id"] == "ws-listed"]
+            assert mine["protocol"] == "stomp"
+            assert mine["address"].startswith("127.0.0.1:")
+            stomp = [
+                s.value
+                for family in text_string_to_metric_families(metrics)
+                if family.name == "ternmq_connections"
+                for s in family.samples
+                if s.labels.get("protocol") == "stomp"
+            ]
+            assert stomp and stomp[0] >= 1
 
     run(main())

@@ -53,7 +53,7 @@ import itertools
 import logging
 import uuid
 from collections.abc import Sequence
-from typing import Final, Literal
+from typing import ClassVar, Final, Literal
 
 from ternmq._version import __version__
 from ternmq.destination import Destination, TemporaryQueue, TemporaryTopic, destination
@@ -133,6 +133,8 @@ class StompConnection(GatewayConnection):
         host: the server that owns the broker.
         scheme: ``tcp`` or ``tls`` (for logs).
     """
+
+    protocol: ClassVar[str] = "stomp"  # in connection lists and ternmq_connections
 
     def __init__(self, host: ConnectionHost, scheme: str) -> None:
         super().__init__(host, scheme)
@@ -362,7 +364,7 @@ class StompConnection(GatewayConnection):
         wire.accept()
         self._cancel_handshake_timer()
         self._opened()
-        self.conn = broker.connect(self._emit)
+        self.conn = self._attach(broker, self._emit)
         self.user = self.host.principal(login)
         client_id = frame.get("client-id")
         self._request(c.Connect(corr=self._corr(), user=self.user, client_id=client_id))
