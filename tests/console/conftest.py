@@ -1,0 +1,185 @@
+"""Fixtures of the web console's tests: a real ``ternmq serve`` with its HTTP listener on
+port 0, and real headless Chromium driven through Playwright.
+
+Chromium is Debian's ``/usr/bin/chromium`` (``apt-get install chromium``), started with a
+fresh profile directory; Playwright's own browser downloads are never used. Without that
+binary every test here is skipped, saying so. Setting ``TERNMQ_CONSOLE_SCREENSHOTS=DIR``
+(``tools/console_screenshots.py`` does) makes the tests save a screenshot of each page there
+as ``console-NAME.png``.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from playwright.sync_api import BrowserContext, Page, Playwright, expect, sync_playwright
+
+from server._support import ServerProcess
+from ternmq import ConnectionFactory
+from ternmq.server.security import hash_password
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS_ENV = "TERNMQ_CONSOLE_SCREENSHOTS"
+UI_TIMEOUT_MS = 15_000  # a poll every 2 s on a loaded 2-core machine
+LAPTOP = {"width": 1280, "height": 860}
+
+ADMIN = ("ops", "ops-console-password")  # admin on everything
+APP = ("app", "app-console-password")  # may send and consume, not administer
+MAX_DELIVERY_ATTEMPTS = 2
+
+if not os.path.exists(CHROMIUM):
+    pytest.skip(
+        f"the console tests need Chromium at {CHROMIUM} (apt-get install -y chromium)",
+        allow_module_level=True,
+    )
+
+
+def _config(users: bool) -> str:
+    """The server's TOML: users and permissions, or anonymous; dead letters after 2 tries."""
+    broker = (
+        f"[broker]\nmax_delivery_attempts = {MAX_DELIVERY_ATTEMPTS}\n"
+        'dead_letter_queue = "DLQ"\nredelivery_delay = 0.0\n'
+    )
+    http = "[http]\nbind = \"127.0.0.1\"\nport = 0\n"
+    if not users:
+        return f"{broker}{http}"
+    return (
+        "anonymous = false\n"
+        f"{broker}{http}"
+        f'[users.{ADMIN[0]}]\npassword = "{hash_password(ADMIN[1])}"\nroles = ["admins"]\n'
+        f'[users.{APP[0]}]\npassword = "{hash_password(APP[1])}"\nroles = ["apps"]\n'
+        '[permissions."role:admins"]\nadmin = [">"]\n'
+        '[permissions."role:apps"]\nsend = [">"]\nconsume = [">"]\nbrowse = [">"]\n'
+        'create = [">"]\n'
+    )
+
+
+_HTTP_RE = re.compile(r"event=listening\b.*\bprotocol=http\b.*\baddress=\S*?:(\d+)")
+
+
+@dataclass
+class ConsoleServer:
+    """A running server: ``url`` for the Python client, ``http`` for the browser."""
+
+    process: ServerProcess
+    url: str
+    http: str
+
+    def factory(self, user: tuple[str, str] | None = APP, **options: Any) -> ConnectionFactory:
+        """A connection factory for this server, as ``user`` (None: anonymous)."""
+        if user is None:
+            return ConnectionFactory(self.url, **options)
+        return ConnectionFactory(self.url, user=user[0], password=user[1], **options)
+
+
+def _start(tmp: pathlib.Path, users: bool) -> ConsoleServer:
+    process = ServerProcess(tmp / "data", _config(users), tmp)
+    line = process.wait_log(_HTTP_RE.pattern)
+    m = _HTTP_RE.search(line)
+    assert m is not None, line
+    return ConsoleServer(
+        process, f"tcp://127.0.0.1:{process.port}", f"http://127.0.0.1:{m.group(1)}/"
+    )
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleServer]:
+    """A server with users: ``ops`` (admin) and ``app`` (no admin); anonymous refused."""
+    s = _start(tmp_path_factory.mktemp("console-server"), users=True)
+    try:
+        yield s
+    finally:
+        s.process.kill()
+
+
+@pytest.fixture
+def anonymous_server(tmp_path: pathlib.Path) -> Iterator[ConsoleServer]:
+    """A server without users: anonymous clients are admitted and may do everything."""
+    s = _start(tmp_path, users=False)
+    try:
+        yield s
+    finally:
+        s.process.kill()
+
+
+@pytest.fixture(scope="session")
+def _playwright() -> Iterator[Playwright]:
+    with sync_playwright() as pw:
+        yield pw
+
+
+@pytest.fixture(scope="session")
+def browser(
+    _playwright: Playwright, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BrowserContext]:
+    """Debian's Chromium, headless, with a fresh profile directory (one per test session)."""
+    ctx = _playwright.chromium.launch_persistent_context(
+        str(tmp_path_factory.mktemp("chromium-profile")),
+        executable_path=CHROMIUM,
+        args=CHROMIUM_ARGS,
+        headless=True,
+        viewport=LAPTOP,
+    )
+    ctx.set_default_timeout(UI_TIMEOUT_MS)
+    expect.set_options(timeout=UI_TIMEOUT_MS)
+    try:
+        yield ctx
+    finally:
+        ctx.close()
+
+
+@pytest.fixture
+def page(browser: BrowserContext) -> Iterator[Page]:
+    """A new tab (its own session storage: logged out); fails the test on a script error."""
+    tab = browser.new_page()
+    tab.set_viewport_size(LAPTOP)
+    errors: list[str] = []
+    tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        yield tab
+    finally:
+        tab.close()
+    assert errors == [], f"the console raised in the browser: {errors}"
+
+
+Shot = Callable[[Page, str], None]
+
+
+@pytest.fixture
+def shot() -> Shot:
+    """``shot(page, name)``: save ``console-NAME.png`` when screenshots are asked for."""
+    target = os.environ.get(SCREENSHOTS_ENV)
+
+    def take(page: Page, name: str) -> None:
+        if target:
+            pathlib.Path(target).mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(pathlib.Path(target) / f"console-{name}.png"), full_page=True)
+
+    return take
+
+
+def login(page: Page, server: ConsoleServer, user: tuple[str, str] = ADMIN) -> None:
+    """Open the console and log in as ``user``; wait for the first page's figures."""
+    page.goto(server.http)
+    expect(page.locator("#login")).to_be_visible()
+    page.fill("#login-user", user[0])
+    page.fill("#login-password", user[1])
+    page.click("#login-submit")
+    expect(page.locator("#nav")).to_be_visible()
+    expect(page.locator("#ov-messages")).to_be_visible()

@@ -1,0 +1,309 @@
+"""The web console in real headless Chromium against a real ``ternmq serve``: login, the
+destinations page following sends, the dead-letter retry (browse, move back, consumed),
+the send form, selectors and their errors, purge and delete, connections and subscriptions,
+anonymous access, and the phone layout."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from playwright.sync_api import Page, expect
+
+from ternmq import JMSException, Queue, Topic
+
+from .conftest import ADMIN, APP, MAX_DELIVERY_ATTEMPTS, ConsoleServer, Shot, login
+
+RECEIVE_TIMEOUT = 10.0
+
+
+def _send(server: ConsoleServer, queue: str, *texts: str, **props: int | str) -> None:
+    with server.factory().create_connection() as conn:
+        session = conn.create_session()
+        producer = session.create_producer(Queue(queue))
+        for text in texts:
+            msg = session.create_text_message(text)
+            for key, value in props.items():
+                msg.set_object_property(key, value)
+            producer.send(msg)
+
+
+
+def test_login_is_asked_a_wrong_password_and_a_user_without_admin_are_told(
+    page: Page, server: ConsoleServer, shot: Shot
+) -> None:
+    page.goto(server.http)
+    expect(page.locator("#login")).to_be_visible()
+    expect(page.locator("#nav")).to_be_hidden()
+    page.fill("#login-user", ADMIN[0])
+    page.fill("#login-password", "not-the-password")
+    page.click("#login-submit")
+    expect(page.locator("#login-error")).to_have_text("Wrong user or password.")
+    page.fill("#login-user", APP[0])
+    page.fill("#login-password", APP[1])
+    page.click("#login-submit")
+    expect(page.locator("#login-error")).to_contain_text("admin permission")
+    expect(page.locator("#nav")).to_be_hidden()
+    page.fill("#login-user", ADMIN[0])
+    page.fill("#login-password", "")
+    shot(page, "login")
+    page.fill("#login-password", ADMIN[1])
+    page.click("#login-submit")
+    expect(page.locator("#who")).to_have_text(f"as {ADMIN[0]}")
+    expect(page.locator("#login")).to_be_hidden()
+    # A reload keeps the tab's login; logging out forgets it.
+    page.reload()
+    expect(page.locator("#ov-messages")).to_be_visible()
+    page.click("#logout")
+    expect(page.locator("#login")).to_be_visible()
+    page.reload()
+    expect(page.locator("#login")).to_be_visible()
+    expect(page.locator("#nav")).to_be_hidden()
+
+
+def test_a_queues_depth_and_rate_follow_sends(
+    page: Page, server: ConsoleServer, shot: Shot
+) -> None:
+    name = "queue://console.depth"
+    _send(server, "console.depth", "first")
+    login(page, server)
+    row = page.locator(f'#destinations tr[data-name="{name}"]')
+    expect(row.locator("td.depth")).to_have_text("1")
+    # Sends spread over a few polls: the depth follows, the in-rate shows them.
+    for i in range(8):
+        _send(server, "console.depth", *(f"m{i}-{j}" for j in range(5)))
+        time.sleep(0.5)
+    expect(row.locator("td.depth")).to_have_text("41")
+    page.wait_for_function(
+        """name => {
+            const cell = document.querySelector(`#destinations tr[data-name="${name}"] td.rate-in`);
+            return cell !== null && Number(cell.textContent) > 0;
+        }""",
+        arg=name,
+    )
+    expect(page.locator("#total-chart svg.chart polyline.in")).to_have_count(1)
+    # Messages taken leave the depth.
+    with server.factory().create_connection() as conn:
+        conn.start()
+        consumer = conn.create_session().create_consumer(Queue("console.depth"))
+        for _ in range(11):
+            assert consumer.receive(RECEIVE_TIMEOUT) is not None
+    expect(row.locator("td.depth")).to_have_text("30")
+    expect(page.locator("#ov-messages")).not_to_have_text("0")
+    shot(page, "destinations")
+
+
+def test_a_dead_letter_is_browsed_moved_back_and_consumed(
+    page: Page, server: ConsoleServer, shot: Shot
+) -> None:
+    work = "console.work"
+    _send(server, work, "order 17 failed", order_id=17)
+    with server.factory().create_connection() as conn:
+        conn.start()
+        session = conn.create_session(True)
+        consumer = session.create_consumer(Queue(work))
+        for _ in range(MAX_DELIVERY_ATTEMPTS):
+            msg = consumer.receive(RECEIVE_TIMEOUT)
+            assert msg is not None and msg.text == "order 17 failed"
+            session.rollback()
+        assert consumer.receive(0.2) is None  # dead-lettered, not on its queue any more
+    login(page, server)
+    page.locator("#destinations a", has_text="queue://DLQ").click()
+    expect(page.locator("#dest-name")).to_have_text("queue://DLQ")
+    row = page.locator("#messages tr[data-id]", has_text="order 17 failed")
+    expect(row).to_have_count(1)
+    row.click()
+    props = page.locator("#message-properties")
+    expect(props.locator("tr", has_text="JMS_TernMQ_OriginalDestination")).to_contain_text(
+        f"queue://{work}"
+    )
+    expect(props.locator("tr", has_text="order_id")).to_contain_text("17")
+    expect(page.locator("#message-body")).to_have_text("order 17 failed")
+    expect(page.locator("#message-headers")).to_contain_text("JMSMessageID")
+    shot(page, "destination")
+
+    page.fill("#move-to", f"queue://{work}")
+    page.fill("#move-selector", f"JMS_TernMQ_OriginalDestination = 'queue://{work}'")
+    page.click("#move-submit")
+    expect(page.locator("#notice")).to_have_text(f"Moved 1 message(s) to queue://{work}")
+    expect(page.locator("#messages tr[data-id]", has_text="order 17 failed")).to_have_count(0)
+
+    page.goto(f"{server.http}#/destinations/queue/{work}")
+    expect(page.locator("#dest-name")).to_have_text(f"queue://{work}")
+    expect(page.locator("#dest-depth")).to_have_text("1")
+    expect(page.locator("#messages tr[data-id]", has_text="order 17 failed")).to_have_count(1)
+    with server.factory().create_connection() as conn:
+        conn.start()
+        msg = conn.create_session().create_consumer(Queue(work)).receive(RECEIVE_TIMEOUT)
+        assert msg is not None and msg.text == "order 17 failed"
+        assert msg.get_int_property("order_id") == 17
+    expect(page.locator("#dest-depth")).to_have_text("0")
+    page.click("#browse-refresh")
+    expect(page.locator("#messages td.empty")).to_have_text("The queue is empty.")
+
+
+def test_the_send_form_selectors_purge_and_delete(page: Page, server: ConsoleServer) -> None:
+    name = "queue://console.form"
+    login(page, server)
+    page.fill("#create-name", name)
+    page.click("#create-form button")
+    expect(page.locator("#notice")).to_have_text(f"Created {name}")
+    page.fill("#create-name", name)
+    page.click("#create-form button")  # exists already: the API's 409, shown as it says
+    expect(page.locator("#error")).to_be_visible()
+    expect(page.locator("#error-text")).to_contain_text("(HTTP 409)")
+    page.click("#error-close")
+    expect(page.locator("#error")).to_be_hidden()
+
+    page.locator("#destinations a", has_text=name).click()
+    expect(page.locator("#dest-name")).to_have_text(name)
+    page.fill("#send-body", "hello from the console")
+    page.fill("#send-properties", "{not json")
+    page.click("#send-submit")
+    expect(page.locator("#error-text")).to_contain_text("Properties must be a JSON object")
+    page.fill("#send-properties", '{"region": "eu", "amount": 640}')
+    page.fill("#send-priority", "7")
+    page.fill("#send-correlation-id", "corr-1")
+    page.click("#send-submit")
+    expect(page.locator("#notice")).to_contain_text("Sent ID:")
+    expect(page.locator("#error")).to_be_hidden()
+    expect(page.locator("#dest-depth")).to_have_text("1")
+    expect(page.locator("#messages tr[data-id]")).to_have_count(1)
+
+    page.fill("#browse-selector", "region = 'us'")
+    page.click("#browse-form button[type=submit]")
+    expect(page.locator("#messages td.empty")).to_have_text("No message matches the selector.")
+    page.fill("#browse-selector", "region = 'eu' AND amount > 600")
+    page.click("#browse-form button[type=submit]")
+    expect(page.locator("#messages tr[data-id]")).to_have_count(1)
+    page.fill("#browse-selector", "region = ")
+    page.click("#browse-form button[type=submit]")
+    expect(page.locator("#error-text")).to_contain_text("(HTTP 400)")
+
+    # What the form sent is what a JMS consumer receives.
+    with server.factory().create_connection() as conn:
+        conn.start()
+        msg = conn.create_session().create_consumer(Queue("console.form")).receive(RECEIVE_TIMEOUT)
+    assert msg is not None and msg.text == "hello from the console"
+    assert msg.get_string_property("region") == "eu"
+    assert msg.get_object_property("amount") == 640
+    assert msg.jms_priority == 7 and msg.jms_correlation_id == "corr-1"
+    expect(page.locator("#dest-depth")).to_have_text("0")
+
+    page.fill("#send-properties", "")
+    for text in ("one", "two"):
+        page.fill("#send-body", text)
+        page.click("#send-submit")
+        expect(page.locator("#notice")).to_contain_text("Sent ID:")
+    expect(page.locator("#dest-depth")).to_have_text("2")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#purge")
+    expect(page.locator("#notice")).to_have_text(f"Purged 2 message(s) from {name}")
+    expect(page.locator("#dest-depth")).to_have_text("0")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#delete-destination")
+    expect(page.locator("#notice")).to_have_text(f"Deleted {name}")
+    expect(page.locator("#ov-messages")).to_be_visible()
+    expect(page.locator(f'#destinations tr[data-name="{name}"]')).to_have_count(0)
+
+
+def test_a_connection_is_closed_from_the_console(
+    page: Page, server: ConsoleServer, shot: Shot
+) -> None:
+    lost = threading.Event()
+    factory = server.factory(client_id="console-victim")
+    conn = factory.create_connection()
+    try:
+        conn.exception_listener = lambda exc: lost.set()
+        conn.start()
+        conn.create_session().create_consumer(Queue("console.victim"))
+        login(page, server)
+        page.click("#nav a[data-page=connections]")
+        row = page.locator("#connections tr[data-id]", has_text="console-victim")
+        expect(row).to_have_count(1)
+        expect(row).to_contain_text(APP[0])
+        shot(page, "connections")
+        page.once("dialog", lambda dialog: dialog.accept())
+        row.get_by_role("button", name="Close").click()
+        expect(page.locator("#notice")).to_contain_text("Closed connection")
+        expect(row).to_have_count(0)
+        assert lost.wait(RECEIVE_TIMEOUT), "the client was not told its connection closed"
+        try:
+            conn.create_session()
+        except JMSException:
+            pass
+        else:
+            raise AssertionError("the closed connection still made a session")
+    finally:
+        conn.close()
+
+
+def test_a_durable_subscription_is_listed_and_deleted(
+    page: Page, server: ConsoleServer, shot: Shot
+) -> None:
+    topic = Topic("console.audit")
+    with server.factory(client_id="console-sub").create_connection() as conn:
+        session = conn.create_session()
+        session.create_durable_consumer(topic, "audit-trail").close()
+        producer = session.create_producer(topic)
+        for text in ("a", "b", "c"):
+            producer.send(session.create_text_message(text))
+    login(page, server)
+    page.click("#nav a[data-page=subscriptions]")
+    row = page.locator("#subscriptions tr[data-id]", has_text="audit-trail")
+    expect(row).to_have_count(1)
+    expect(row).to_contain_text("topic://console.audit")
+    expect(row.locator("td.num").last).to_have_text("3")
+    shot(page, "subscriptions")
+    page.once("dialog", lambda dialog: dialog.accept())
+    row.get_by_role("button", name="Delete").click()
+    expect(page.locator("#notice")).to_contain_text("Deleted subscription audit-trail")
+    expect(row).to_have_count(0)
+    with server.factory(client_id="console-sub").create_connection() as conn:
+        conn.start()
+        consumer = conn.create_session().create_durable_consumer(topic, "audit-trail")
+        assert consumer.receive(0.5) is None  # a new, empty subscription: the old one is gone
+
+
+def test_an_anonymous_broker_opens_without_login(
+    page: Page, anonymous_server: ConsoleServer
+) -> None:
+    _send_anonymous(anonymous_server)
+    page.goto(anonymous_server.http)
+    expect(page.locator("#ov-messages")).to_be_visible()
+    expect(page.locator("#login")).to_be_hidden()
+    expect(page.locator("#who")).to_have_text("anonymous")
+    expect(page.locator("#logout")).to_be_hidden()
+    row = page.locator('#destinations tr[data-name="queue://open"]')
+    expect(row.locator("td.depth")).to_have_text("1")
+
+
+def _send_anonymous(server: ConsoleServer) -> None:
+    with server.factory(None).create_connection() as conn:
+        session = conn.create_session()
+        session.create_producer(Queue("open")).send(session.create_text_message("hi"))
+
+
+def test_the_console_fits_a_phone(page: Page, server: ConsoleServer, shot: Shot) -> None:
+    _send(server, "console.phone", "small screen", region="eu")
+    page.set_viewport_size({"width": 390, "height": 844})
+    login(page, server)
+    row = page.locator('#destinations tr[data-name="queue://console.phone"]')
+    expect(row.locator("td.depth")).to_have_text("1")
+    expect(row.locator("td.opt").first).to_be_hidden()
+    assert _no_sideways_scroll(page)
+    shot(page, "phone")
+    row.locator("a").click()
+    expect(page.locator("#messages tr[data-id]")).to_have_count(1)
+    page.locator("#messages tr[data-id]").click()
+    expect(page.locator("#message-body")).to_have_text("small screen")
+    assert _no_sideways_scroll(page)
+
+
+def _no_sideways_scroll(page: Page) -> bool:
+    """The page is no wider than the screen (tables scroll inside their own box)."""
+    return bool(
+        page.evaluate(
+            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+        )
+    )
