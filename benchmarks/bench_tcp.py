@@ -77,6 +77,8 @@ def server(extra: tuple[str, ...] = ()) -> Iterator[str]:
                 "serve",
                 "--port",
                 "0",
+                "--http-port",
+                "-1",
                 "--data-dir",
                 data,
                 "--log-level",

@@ -334,6 +334,8 @@ class ServerBroker:
             *_serve_command(),
             "--port",
             str(self.ports.get("tcp", 0)),
+            "--http-port",
+            "-1",
             "--config",
             str(self.config_path),
             "--data-dir",

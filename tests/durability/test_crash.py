@@ -108,7 +108,7 @@ class Server:
         self.log_path = workdir / "server.log"
         script = pathlib.Path(sys.executable).with_name("ternmq")
         serve = [str(script)] if script.exists() else [sys.executable, "-m", "ternmq.cli"]
-        argv = [*serve, "serve", "--port", "0", "--config", str(config)]
+        argv = [*serve, "serve", "--port", "0", "--http-port", "-1", "--config", str(config)]
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
                 [*argv, "--data-dir", str(data_dir)],

@@ -1,8 +1,11 @@
 """Helpers of the server tests: a ``ternmq serve`` subprocess and a raw-socket client.
 
-A server is started as ``python -m ternmq.cli serve --port 0 --data-dir DIR [--config F]``;
-its first stdout line ``ternmq listening on tcp://127.0.0.1:PORT`` gives the port. Its stderr
-(the structured log) goes to a file that tests read. Every process is killed in a finally.
+A server is started as ``python -m ternmq.cli serve --port 0 --http-port -1 --data-dir DIR
+[--config F]``; its first stdout line ``ternmq listening on tcp://127.0.0.1:PORT`` gives the
+port. With ``http=True`` the HTTP listener is on too (``--http-port 0``), its address read from
+the log line ``event=listening protocol=http address=...`` (``ServerProcess.http_url``). Its
+stderr (the structured log) goes to a file that tests read. Every process is killed in a
+finally.
 """
 
 from __future__ import annotations
@@ -34,13 +37,22 @@ _LISTEN_RE = re.compile(r"^ternmq listening on (tcp|tls)://127\.0\.0\.1:(\d+)$")
 class ServerProcess:
     """A running ``ternmq serve``; ``stop()`` sends SIGTERM, ``kill()`` SIGKILL."""
 
-    def __init__(self, data_dir: pathlib.Path, config: str | None, workdir: pathlib.Path) -> None:
+    def __init__(
+        self,
+        data_dir: pathlib.Path,
+        config: str | None,
+        workdir: pathlib.Path,
+        *,
+        http: bool = False,
+    ) -> None:
         self.data_dir = data_dir
         self.log_path = workdir / f"server-{time.monotonic_ns()}.log"
         argv = [
             *SERVE,
             "--port",
             "0",
+            "--http-port",
+            "0" if http else "-1",
             "--data-dir",
             str(data_dir),
         ]
@@ -88,6 +100,14 @@ class ServerProcess:
     def port(self) -> int:
         """The plain-TCP listener's port."""
         return self.ports["tcp"]
+
+    @property
+    def http_url(self) -> str:
+        """``http://127.0.0.1:PORT`` (or ``https://``) of the HTTP listener (``http=True``)."""
+        line = self.wait_log(r"event=listening protocol=http address=")
+        m = re.search(r"address=(https?://\S+)", line)
+        assert m, f"no HTTP address in {line!r}"
+        return m.group(1)
 
     def log(self) -> str:
         """What the server logged so far."""

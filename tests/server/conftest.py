@@ -15,11 +15,15 @@ Serve = Callable[..., ServerProcess]
 
 @pytest.fixture
 def serve(tmp_path: pathlib.Path) -> Iterator[Serve]:
-    """``serve(config=None, data_dir=None) -> ServerProcess``."""
+    """``serve(config=None, data_dir=None, http=False) -> ServerProcess``."""
     started: list[ServerProcess] = []
 
-    def start(config: str | None = None, data_dir: pathlib.Path | None = None) -> ServerProcess:
-        server = ServerProcess(data_dir or tmp_path / f"data{len(started)}", config, tmp_path)
+    def start(
+        config: str | None = None, data_dir: pathlib.Path | None = None, http: bool = False
+    ) -> ServerProcess:
+        server = ServerProcess(
+            data_dir or tmp_path / f"data{len(started)}", config, tmp_path, http=http
+        )
         started.append(server)
         return server
 

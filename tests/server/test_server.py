@@ -392,7 +392,7 @@ def test_cpu_affinity_pins_the_server_and_its_threads(serve: Serve) -> None:
     assert {tid: os.sched_getaffinity(tid) for tid in tids} == {tid: {cpu} for tid in tids}
     assert server.stop() == 0
     proc = subprocess.run(
-        [*SERVE, "--port", "0", "--cpu-affinity", f"{cpu},4095"],
+        [*SERVE, "--port", "0", "--http-port", "-1", "--cpu-affinity", f"{cpu},4095"],
         capture_output=True,
         text=True,
         timeout=60,

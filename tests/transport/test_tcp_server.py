@@ -44,7 +44,8 @@ class Served:
 
 @contextlib.contextmanager
 def serve(tmp_path: Path, config: str | None = None, listeners: int = 1) -> Iterator[Served]:
-    args = [*SERVE, "--port", "0", "--data-dir", str(tmp_path / "data"), "--log-level", "warning"]
+    args = [*SERVE, "--port", "0", "--http-port", "-1", "--data-dir", str(tmp_path / "data")]
+    args += ["--log-level", "warning"]
     if config is not None:
         path = tmp_path / "ternmq.toml"
         path.write_text(config)

@@ -30,8 +30,9 @@ from __future__ import annotations
 import abc
 import asyncio
 import logging
+import time
 from collections.abc import Callable
-from typing import Protocol, cast
+from typing import ClassVar, Protocol, cast
 
 from ternmq.broker.engine import Broker, BrokerConnection
 from ternmq.server.admission import PasswordCheck
@@ -149,9 +150,13 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         scheme: the listener's scheme, ``tcp`` or ``tls`` (for logs).
     """
 
+    #: The wire protocol this gateway speaks (the ``protocol`` label of the metrics).
+    protocol: ClassVar[str] = "native"
+
     def __init__(self, host: ConnectionHost, scheme: str) -> None:
         self.host = host
         self.scheme = scheme
+        self.connected_at = time.time()  # wall-clock seconds, for the admin API
         self.loop = host.loop
         self.limits = host.limits
         self.transport: asyncio.Transport | None = None

@@ -41,6 +41,7 @@ import signal
 import ssl
 import sys
 import threading
+import time
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Final, TypeVar
 
@@ -52,6 +53,7 @@ from ternmq.protocol import commands as c
 from ternmq.server._gateway import ConnectionHost, GatewayConnection, Verdict
 from ternmq.server.admission import Admission, PasswordCheck
 from ternmq.server.config import Limits, ListenerConfig, ServerConfig, TlsConfig, load_config
+from ternmq.server.http import HttpFrontend, build_frontend
 from ternmq.server.logs import LEVELS, log_event, setup_logging
 from ternmq.server.native import NativeConnection
 from ternmq.store import Store
@@ -143,6 +145,9 @@ class BrokerServer(BrokerHost):
         self._store = store
         self._servers: list[asyncio.Server] = []
         self._bound: list[tuple[str, str]] = []  # (protocol, address) of each server
+        self._http: HttpFrontend | None = None  # the HTTP listener's application, if any
+        self.http_addresses: list[str] = []  # http://HOST:PORT of the HTTP listener
+        self.started_at = 0.0  # wall-clock seconds the server started at
         self._timer: asyncio.TimerHandle | None = None
         self._sweeper: asyncio.TimerHandle | None = None
         self._stopped: asyncio.Event | None = None
@@ -169,15 +174,17 @@ class BrokerServer(BrokerHost):
         """
         self._loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
+        self.started_at = time.time()
         cfg = self.config
         # Listeners first (TLS files read, ports bound, nothing accepted yet): a bad file or a
         # port in use is reported before the data dir is opened and recovered.
         try:
-            for listener in cfg.listeners:
+            for listener in cfg.all_listeners():
                 await self._bind(listener)
         except BaseException:
             for server in self._servers:
                 server.close()
+            await self._close_http()
             raise
         try:
             broker = self._start_broker(
@@ -220,15 +227,26 @@ class BrokerServer(BrokerHost):
             OSError: the port cannot be bound, or a TLS file is missing or unusable (the
                 message names the listener's address and the file).
         """
-        where = f"{listener.scheme}://{listener.bind}:{listener.port}"
+        scheme = listener.scheme
+        if listener.protocol == "http":
+            scheme = "https" if listener.tls is not None else "http"
+        where = f"{scheme}://{listener.bind}:{listener.port}"
         try:
             ctx = ssl_context(listener.tls) if listener.tls is not None else None
         except OSError as exc:
             raise OSError(f"listener {where}: {exc}") from exc
-        scheme = listener.scheme
-        factory = GATEWAYS[listener.protocol]
+        if listener.protocol == "http":
+            if self._http is None:
+                self._http = build_frontend(self)
+            make: Callable[[], asyncio.BaseProtocol] = await self._http.protocol_factory()
+        else:
+            factory = GATEWAYS[listener.protocol]
+
+            def make() -> asyncio.BaseProtocol:
+                return factory(self, scheme)
+
         server = await self.loop.create_server(
-            lambda: factory(self, scheme),
+            make,
             listener.bind,
             listener.port,
             ssl=ctx,
@@ -242,8 +260,18 @@ class BrokerServer(BrokerHost):
             host, port = sock.getsockname()[:2]
             shown = f"[{host}]" if ":" in str(host) else str(host)
             address = f"{scheme}://{shown}:{port}"
-        self.addresses.append(address)
+        if listener.protocol == "http":
+            self.http_addresses.append(address)  # not a messaging URL: kept apart
+        else:
+            self.addresses.append(address)
         self._bound.append((listener.protocol, address))
+
+    async def _close_http(self) -> None:
+        """Close the HTTP listener's connections and application (idempotent)."""
+        http = self._http
+        if http is not None:
+            with contextlib.suppress(Exception):
+                await http.close(self.config.limits.shutdown_grace)
 
     async def wait_stopped(self) -> None:
         """Return once :meth:`stop` has finished."""
@@ -279,6 +307,7 @@ class BrokerServer(BrokerHost):
         for conn in list(self.connections):
             if conn.transport is not None:
                 conn.transport.abort()
+        await self._close_http()
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 1.0)
@@ -599,6 +628,17 @@ class ServerThread:
         """The first listener's address."""
         return self.server.addresses[0]
 
+    @property
+    def http_url(self) -> str:
+        """The HTTP listener's address, ``http://HOST:PORT`` (``https://`` with TLS).
+
+        Raises:
+            JMSException: the server has no HTTP listener (``ServerConfig.http``).
+        """
+        if not self.server.http_addresses:
+            raise JMSException("this server has no HTTP listener: set ServerConfig.http")
+        return self.server.http_addresses[0]
+
     def start(self, timeout: float = 30.0) -> ServerThread:
         """Start the loop thread and wait until every listener is bound.
 
@@ -680,6 +720,13 @@ def build_parser(prog: str = "ternmq serve") -> argparse.ArgumentParser:
         type=int,
         metavar="N",
         help="port of the TCP listener (default 61616; 0 picks a free one)",
+    )
+    p.add_argument(
+        "--http-port",
+        type=int,
+        metavar="N",
+        help="port of the HTTP listener: console, JSON API, /metrics (default 8161; 0 picks a "
+        "free one, -1 turns it off)",
     )
     p.add_argument("--data-dir", metavar="DIR", help="durable store directory (default ./data)")
     p.add_argument("--log-level", choices=sorted(LEVELS), help="default info")
@@ -786,6 +833,7 @@ def main(argv: list[str] | None = None) -> int:
             data_dir=args.data_dir,
             log_level=args.log_level,
             cpu_affinity=args.cpu_affinity,
+            http_port=args.http_port,
         )
         pin_to_cpus(config.cpu_affinity)
     except ValueError as exc:

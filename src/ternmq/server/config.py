@@ -11,7 +11,7 @@ import dataclasses
 import pathlib
 import tomllib
 from collections.abc import Mapping
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -22,6 +22,7 @@ __all__ = [
     "LISTENER_PROTOCOLS",
     "Limits",
     "ListenerConfig",
+    "HttpConfig",
     "ServerConfig",
     "TlsConfig",
     "UserConfig",
@@ -32,10 +33,12 @@ Fsync = Literal["always", "batch"]
 LogLevel = Literal["debug", "info", "warning", "error"]
 DEFAULT_PORT: Final = 61616
 DEFAULT_TLS_PORT: Final = 61617
-# The wire protocol a listener serves: the gateways the server has (``app.GATEWAYS``). STOMP,
-# OpenWire and HTTP listeners will add their names here (SERVER.md "Listeners and ports").
-ListenerProtocol = Literal["native"]
-LISTENER_PROTOCOLS: Final[tuple[ListenerProtocol, ...]] = get_args(ListenerProtocol)
+DEFAULT_HTTP_PORT: Final = 8161
+# The wire protocol a listener serves: the gateways the server has (``app.GATEWAYS``). STOMP
+# and OpenWire listeners will add their names here (SERVER.md "Listeners and ports"). The
+# HTTP listener is configured by the ``[http]`` table, not ``[[listeners]]``.
+ListenerProtocol = Literal["native", "http"]
+LISTENER_PROTOCOLS: Final[tuple[ListenerProtocol, ...]] = ("native",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +78,33 @@ class ListenerConfig:
     def scheme(self) -> str:
         """``tcp`` or ``tls``."""
         return "tls" if self.tls is not None else "tcp"
+
+
+@dataclasses.dataclass(frozen=True)
+class HttpConfig:
+    """The HTTP listener: web console, JSON API, Prometheus metrics (``[http]`` table).
+
+    Attributes:
+        port: the TCP port (0 picks a free one, -1 turns the listener off).
+        bind: the address to listen on (None: that of the first native listener).
+        tls: TLS settings (``[http.tls]``, as for a native listener); None for plain HTTP.
+        metrics_auth: whether ``/metrics`` needs credentials (with the ``admin`` permission).
+        max_body: largest request body accepted, octets; larger is refused with 413.
+        auth_cache_seconds: how long an accepted user name and password are remembered, so
+            that a polling console does not cost a password hash per request (0 = never).
+    """
+
+    port: int = DEFAULT_HTTP_PORT
+    bind: str | None = None
+    tls: TlsConfig | None = None
+    metrics_auth: bool = False
+    max_body: int = 1024 * 1024
+    auth_cache_seconds: float = 60.0
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the listener is on (``port`` is not -1)."""
+        return self.port != -1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,6 +197,8 @@ class ServerConfig:
         cpu_affinity: the CPUs the server process may run on (``os.sched_setaffinity``);
             empty (the default) leaves the choice to the operating system. See
             docs/operations.md "CPU affinity".
+        http: the HTTP listener (None: no HTTP listener; a config file or ``ternmq serve``
+            gives one on port 8161 unless ``[http] port = -1`` or ``--http-port -1``).
     """
 
     listeners: tuple[ListenerConfig, ...] = (ListenerConfig(),)
@@ -183,6 +215,20 @@ class ServerConfig:
     populate_user_id: bool = False
     log_level: LogLevel = "info"
     cpu_affinity: tuple[int, ...] = ()
+    http: HttpConfig | None = None
+
+    def all_listeners(self) -> tuple[ListenerConfig, ...]:
+        """The listeners, with the HTTP listener (``protocol == "http"``) last when it is on."""
+        http = self.http
+        if http is None or not http.enabled:
+            return self.listeners
+        bind = http.bind
+        if bind is None:
+            bind = next((ls.bind for ls in self.listeners if ls.protocol == "native"), "127.0.0.1")
+        return (
+            *self.listeners,
+            ListenerConfig(bind=bind, port=http.port, tls=http.tls, protocol="http"),
+        )
 
     @property
     def anonymous_allowed(self) -> bool:
@@ -219,10 +265,22 @@ class ServerConfig:
         data_dir: str | None = None,
         log_level: LogLevel | None = None,
         cpu_affinity: tuple[int, ...] | None = None,
+        http_port: int | None = None,
     ) -> ServerConfig:
         """This config with command-line values applied: ``bind``/``port`` replace those of
-        the first plain-TCP native listener (one is added if there is none)."""
+        the first plain-TCP native listener (one is added if there is none); ``http_port``
+        that of the HTTP listener (-1: off).
+
+        Raises:
+            ValueError: ``http_port`` is not a TCP port, 0 or -1.
+        """
         cfg = self
+        if http_port is not None:
+            if not -1 <= http_port <= 65535:
+                raise ValueError(f"--http-port {http_port}: give a TCP port, 0 (any) or -1 (off)")
+            cfg = dataclasses.replace(
+                cfg, http=dataclasses.replace(cfg.http or HttpConfig(), port=http_port)
+            )
         if bind is not None or port is not None:
             listeners = list(cfg.listeners)
             idx = next(
@@ -263,6 +321,7 @@ _TOP_KEYS: Final = {
     "populate_user_id",
     "log_level",
     "cpu_affinity",
+    "http",
 }
 _OPTIONAL_STR = ("dead_letter_queue", "expiry_queue")
 
@@ -319,19 +378,42 @@ def _parse_broker(raw: dict[str, Any], destinations: dict[str, Any]) -> BrokerCo
     return dataclasses.replace(base, default_policy=default, policies=policies)
 
 
+def _parse_tls(table: Mapping[str, Any], where: str) -> TlsConfig | None:
+    if "tls" not in table:
+        return None
+    t = _table(table["tls"], f"{where}.tls")
+    _check_keys(t, _fields(TlsConfig), f"{where}.tls.")
+    tls: TlsConfig = _convert(t, TlsConfig, f"{where}.tls")
+    if tls.verify_client and not tls.cafile:
+        raise ValueError(f"config {where}.tls: verify_client = true needs a cafile")
+    return tls
+
+
+def _parse_http(raw: object) -> HttpConfig:
+    table = _table(raw, "http")
+    _check_keys(table, _fields(HttpConfig), "http.")
+    tls = _parse_tls(table, "http")
+    fields = {k: v for k, v in table.items() if k != "tls"}
+    http: HttpConfig = _convert(fields, HttpConfig, "[http]")
+    http = dataclasses.replace(http, tls=tls)
+    if not -1 <= http.port <= 65535:
+        raise ValueError(f"config http.port: {http.port} is not a TCP port, 0 (any) or -1 (off)")
+    if http.max_body <= 0:
+        raise ValueError("config http.max_body must be positive")
+    if http.auth_cache_seconds < 0:
+        raise ValueError("config http.auth_cache_seconds must not be negative")
+    return http
+
+
 def _parse_listener(raw: object, i: int) -> ListenerConfig:
     where = f"listeners[{i}]"
     table = _table(raw, where)
     _check_keys(table, _fields(ListenerConfig), f"{where}.")
-    tls = None
-    if "tls" in table:
-        t = _table(table["tls"], f"{where}.tls")
-        _check_keys(t, _fields(TlsConfig), f"{where}.tls.")
-        tls = _convert(t, TlsConfig, f"{where}.tls")
-        if tls.verify_client and not tls.cafile:
-            raise ValueError(f"config {where}.tls: verify_client = true needs a cafile")
+    tls = _parse_tls(table, where)
     default_port = DEFAULT_TLS_PORT if tls is not None else DEFAULT_PORT
     protocol = table.get("protocol", "native")
+    if protocol == "http":
+        raise ValueError(f"config {where}.protocol: configure the HTTP listener in an [http] table")
     if protocol not in LISTENER_PROTOCOLS:
         raise ValueError(
             f"config {where}.protocol: {protocol!r} is not a protocol this server serves; "
@@ -439,6 +521,7 @@ def parse_config(data: Mapping[str, Any]) -> ServerConfig:
             for action, v in table.items()
         }
     kw["permissions"] = permissions
+    kw["http"] = _parse_http(data.get("http", {}))
     cfg = ServerConfig(**kw)
     cfg.authenticator()  # malformed hashes fail at load time, not at the first Connect
     cfg.authorizer()
@@ -451,13 +534,13 @@ def parse_config(data: Mapping[str, Any]) -> ServerConfig:
 
 
 def load_config(path: str | pathlib.Path | None) -> ServerConfig:
-    """Read a TOML config file (None: the defaults).
+    """Read a TOML config file (None: the defaults, with the HTTP listener on port 8161).
 
     Raises:
         ValueError: the file cannot be read or parsed, or a setting is wrong.
     """
     if path is None:
-        return ServerConfig()
+        return ServerConfig(http=HttpConfig())
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)

@@ -227,6 +227,7 @@ class Authorizer:
         roles: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         self._rules: dict[str, dict[str, list[Callable[[str], bool]]]] = {}
+        self._everything: set[tuple[str, str]] = set()  # (principal, action) granted ">"
         for principal, table in permissions.items():
             rules = self._rules.setdefault(principal, {})
             for action, patterns in table.items():
@@ -235,7 +236,10 @@ class Authorizer:
                         f"permissions.{principal}: unknown action {action!r}; "
                         f"use one of {', '.join(ACTIONS)}"
                     )
+                patterns = list(patterns)
                 rules.setdefault(action, []).extend(compile_pattern(p) for p in patterns)
+                if any(p in (">", "*://>") for p in patterns):
+                    self._everything.add((principal, action))
         self._roles = {user: tuple(rs) for user, rs in (roles or {}).items()}
         self._cache: dict[tuple[str | None, str, str], bool] = {}
 
@@ -244,6 +248,15 @@ class Authorizer:
         if user is None:
             return [ANONYMOUS, EVERYONE]
         return [user, *(ROLE_PREFIX + r for r in self._roles.get(user, ())), EVERYONE]
+
+    def grants_everything(self, user: str | None, action: str) -> bool:
+        """Whether ``user`` holds ``action`` (or ``admin``) on every destination: granted
+        the pattern ``>`` (or ``*://>``), itself or through a role or ``*``."""
+        return any(
+            (principal, act) in self._everything
+            for principal in self.principals(user)
+            for act in (action, "admin")
+        )
 
     def __call__(self, user: str | None, action: str, destination: str) -> bool:
         key = (user, action, destination)

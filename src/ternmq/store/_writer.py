@@ -37,13 +37,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from ternmq._sched import defer_wakeups
 from ternmq.errors import JMSException
-from ternmq.store._base import AddMessage, Completion, Op
+from ternmq.store._base import AddMessage, CommitTimes, Completion, Op
 
 __all__ = ["IDLE_EXIT_SECONDS", "Backend", "GroupCommitWriter"]
 
@@ -157,6 +158,7 @@ class GroupCommitWriter:
         self._closed = False
         self._completion: Completion | None = None
         self.batches = 0  # batches received
+        self.commit_times = CommitTimes()  # recorded under ``lock`` by _commit
 
     def set_completion(self, callback: Completion) -> None:
         """Where finished batches are reported, one call per group commit (on the writer
@@ -267,11 +269,13 @@ class GroupCommitWriter:
         error: BaseException | None = None
         backend = self.backend
         with self.lock:
+            started = time.perf_counter()
             try:
                 backend.apply([ops for ops, _ in items])
             except backend.write_errors as exc:
                 log.error("store write failed: %s", exc)
                 error = exc
+            self.commit_times.record(time.perf_counter() - started)
         callback = self._completion
         if callback is not None:
             callback([token for _, token in items], error)

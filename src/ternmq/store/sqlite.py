@@ -80,6 +80,7 @@ from ternmq.store._base import (
     AddMessage,
     AddStaged,
     AddSubscription,
+    CommitTimes,
     Completion,
     Op,
     Recovered,
@@ -387,6 +388,11 @@ class SqliteStore:
     def batches(self) -> int:
         """Batches received by :meth:`submit`."""
         return self._writer.batches
+
+    @property
+    def commit_times(self) -> CommitTimes:
+        """The count and latency of the group commits (store/_writer.py)."""
+        return self._writer.commit_times
 
     @property
     def inline_commits(self) -> int:

@@ -1,0 +1,112 @@
+"""The HTTP listener's aiohttp application and its two middlewares.
+
+Theory of operation
+-------------------
+:class:`HttpFrontend` builds one aiohttp application from a list of route setups (see the
+package doc) and hands the server the protocol factory it binds. Every request passes two
+middlewares: the first answers every refusal in the JSON shape of the API
+(``{"error": ...}``) and refuses a body larger than ``[http] max_body`` with 413 before
+reading it; the second (``_auth.Gate``) resolves the request's user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+
+from aiohttp import web
+
+from ternmq.server.config import HttpConfig
+from ternmq.server.http._auth import Gate
+from ternmq.server.http._base import ApiError, Handler, HttpHost, error_response
+
+__all__ = ["HttpFrontend", "RouteSetup"]
+
+log = logging.getLogger("ternmq.server.http")
+
+# A function that adds routes to the application; it may keep ``frontend`` for its handlers.
+RouteSetup = Callable[[web.Application, "HttpFrontend"], None]
+
+
+class HttpFrontend:
+    """The HTTP listener's application and what its handlers share.
+
+    Args:
+        host: the server (the broker, its config, authentication).
+        setups: the route setups to apply, in order.
+    """
+
+    def __init__(self, host: HttpHost, setups: Iterable[RouteSetup]) -> None:
+        self.host = host
+        self.config: HttpConfig = host.config.http or HttpConfig()
+        self.started = time.time()
+        self.auth = Gate(host, self.config)
+        self.app = web.Application(
+            middlewares=[self._errors, self.auth.middleware],
+            client_max_size=self.config.max_body,
+            handler_args={"access_log": None},
+        )
+        for setup in setups:
+            setup(self.app, self)
+        self._runner: web.AppRunner | None = None
+
+    async def protocol_factory(self) -> Callable[[], asyncio.Protocol]:
+        """Set the application up; the factory of one protocol per accepted socket (what
+        ``loop.create_server`` takes)."""
+        runner = web.AppRunner(self.app, handle_signals=False, access_log=None)
+        await runner.setup()
+        self._runner = runner
+        server = runner.server
+        assert server is not None
+        return server
+
+    async def close(self, timeout: float = 2.0) -> None:
+        """Close open HTTP connections (waiting up to ``timeout`` for requests in progress)
+        and run the application's cleanup. Idempotent."""
+        runner, self._runner = self._runner, None
+        if runner is None:
+            return
+        server = runner.server
+        if server is not None:
+            try:
+                await server.shutdown(timeout)
+            except (TimeoutError, concurrent.futures.TimeoutError):
+                log.debug("HTTP connections did not finish within %s s", timeout)
+        await runner.cleanup()
+
+    @web.middleware
+    async def _errors(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Every error as ``{"error": ...}``; a body past ``max_body`` refused unread."""
+        length = request.content_length
+        if length is not None and length > self.config.max_body:
+            return error_response(
+                413,
+                f"the request body of {length} octets is larger than the listener accepts "
+                f"({self.config.max_body}, [http] max_body): send less",
+            )
+        try:
+            return await handler(request)
+        except ApiError as exc:
+            return error_response(exc.status, exc.message, exc.headers)
+        except web.HTTPRequestEntityTooLarge:
+            return error_response(
+                413,
+                f"the request body is larger than the listener accepts ({self.config.max_body} "
+                "octets, [http] max_body): send less",
+            )
+        except web.HTTPException as exc:
+            if exc.status < 400:
+                raise
+            message = f"{exc.reason}: {request.method} {request.path}"
+            if exc.status == 404:
+                message = f"no such resource: {request.path} (see docs/http-api.md)"
+            elif exc.status == 405:
+                message = f"{request.method} is not allowed on {request.path}"
+            return error_response(exc.status, message, _extra_headers(exc.headers))
+
+
+def _extra_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() in ("allow", "www-authenticate")}
