@@ -3,7 +3,7 @@ port 0, and real headless Chromium driven through Playwright.
 
 Chromium is Debian's ``/usr/bin/chromium`` (``apt-get install chromium``), started with a
 fresh profile directory; Playwright's own browser downloads are never used. Without that
-binary every test here is skipped, saying so. Setting ``TERNMQ_CONSOLE_SCREENSHOTS=DIR``
+binary the browser tests are skipped, saying so. Setting ``TERNMQ_CONSOLE_SCREENSHOTS=DIR``
 (``tools/console_screenshots.py`` does) makes the tests save a screenshot of each page there
 as ``console-NAME.png``.
 """
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -43,11 +42,11 @@ ADMIN = ("ops", "ops-console-password")  # admin on everything
 APP = ("app", "app-console-password")  # may send and consume, not administer
 MAX_DELIVERY_ATTEMPTS = 2
 
-if not os.path.exists(CHROMIUM):
-    pytest.skip(
-        f"the console tests need Chromium at {CHROMIUM} (apt-get install -y chromium)",
-        allow_module_level=True,
-    )
+# The browser tests' mark: skipped, saying why, where Chromium is not installed.
+needs_chromium = pytest.mark.skipif(
+    not os.path.exists(CHROMIUM),
+    reason=f"the console's browser tests need Chromium at {CHROMIUM} (apt-get install -y chromium)",
+)
 
 
 def _config(users: bool) -> str:
@@ -56,21 +55,17 @@ def _config(users: bool) -> str:
         f"[broker]\nmax_delivery_attempts = {MAX_DELIVERY_ATTEMPTS}\n"
         'dead_letter_queue = "DLQ"\nredelivery_delay = 0.0\n'
     )
-    http = "[http]\nbind = \"127.0.0.1\"\nport = 0\n"
     if not users:
-        return f"{broker}{http}"
+        return broker
     return (
         "anonymous = false\n"
-        f"{broker}{http}"
+        f"{broker}"
         f'[users.{ADMIN[0]}]\npassword = "{hash_password(ADMIN[1])}"\nroles = ["admins"]\n'
         f'[users.{APP[0]}]\npassword = "{hash_password(APP[1])}"\nroles = ["apps"]\n'
         '[permissions."role:admins"]\nadmin = [">"]\n'
         '[permissions."role:apps"]\nsend = [">"]\nconsume = [">"]\nbrowse = [">"]\n'
         'create = [">"]\n'
     )
-
-
-_HTTP_RE = re.compile(r"event=listening\b.*\bprotocol=http\b.*\baddress=\S*?:(\d+)")
 
 
 @dataclass
@@ -89,13 +84,8 @@ class ConsoleServer:
 
 
 def _start(tmp: pathlib.Path, users: bool) -> ConsoleServer:
-    process = ServerProcess(tmp / "data", _config(users), tmp)
-    line = process.wait_log(_HTTP_RE.pattern)
-    m = _HTTP_RE.search(line)
-    assert m is not None, line
-    return ConsoleServer(
-        process, f"tcp://127.0.0.1:{process.port}", f"http://127.0.0.1:{m.group(1)}/"
-    )
+    process = ServerProcess(tmp / "data", _config(users), tmp, http=True)
+    return ConsoleServer(process, f"tcp://127.0.0.1:{process.port}", f"{process.http_url}/")
 
 
 @pytest.fixture(scope="module")

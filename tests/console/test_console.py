@@ -12,7 +12,17 @@ from playwright.sync_api import Page, expect
 
 from ternmq import JMSException, Queue, Topic
 
-from .conftest import ADMIN, APP, MAX_DELIVERY_ATTEMPTS, ConsoleServer, Shot, login
+from .conftest import (
+    ADMIN,
+    APP,
+    MAX_DELIVERY_ATTEMPTS,
+    ConsoleServer,
+    Shot,
+    login,
+    needs_chromium,
+)
+
+pytestmark = needs_chromium
 
 RECEIVE_TIMEOUT = 10.0
 
@@ -26,7 +36,6 @@ def _send(server: ConsoleServer, queue: str, *texts: str, **props: int | str) ->
             for key, value in props.items():
                 msg.set_object_property(key, value)
             producer.send(msg)
-
 
 
 def test_login_is_asked_a_wrong_password_and_a_user_without_admin_are_told(
