@@ -74,6 +74,7 @@ from ternmq.store import (
     AddSubscription,
     MemoryStore,
     Op,
+    RemoveDestination,
     RemoveMessage,
     RemoveSubscription,
     ReserveSeq,
@@ -90,6 +91,7 @@ RequestCheck = Callable[["BrokerConnection", c.Request], None]
 MAX_NAME = 255
 MAX_CLIENT_ID = 256  # CONN-08: longer ids, and ids with control characters, are refused
 _SendT = TypeVar("_SendT", c.Send, c.StagedSend)  # a message to route: sent or staged
+_R = TypeVar("_R")
 _USER_ID: Final = b"JMSXUserID"  # in an encoded message only if a property has the name
 
 
@@ -1205,11 +1207,15 @@ class Broker:
                 f"{dest} is a topic: only queues can be purged (a topic holds no messages "
                 "of its own; its subscriptions are emptied by their consumers or unsubscribe)"
             )
-        q = self.queues[dest]
+        return c.Ok(corr=req.corr, value=str(self.purge_queue(self.queues[dest])))
+
+    def purge_queue(self, q: MessageQueue) -> int:
+        """Drop every message of ``q`` that is not in flight (ready or scheduled); returns how
+        many. Persistent ones leave the store with the current request's batch."""
         entries = [*q.iter_ready(), *q.scheduled_entries()]
         for e in entries:
             self.finish(e)
-        return c.Ok(corr=req.corr, value=str(len(entries)))
+        return len(entries)
 
     def _admin_dest(self, conn: BrokerConnection, text: str) -> Destination:
         """An existing queue or topic named by ``text`` (admin requests never create one) that
@@ -1227,6 +1233,64 @@ class Broker:
         if dest not in self.queues and dest not in self.topics:
             raise InvalidDestinationException(f"{dest} does not exist on this broker")
         return dest
+
+    # ------------------------------------------------------------------ operator changes
+    def run_admin(self, change: Callable[[], _R], done: Callable[[c.Command], None]) -> _R:
+        """Run an operator's ``change`` (``broker/admin.py``) as one request would run: its
+        store operations form one batch, dispatch follows, and ``done`` hears ``Ok`` once
+        that batch is durable (an ``Error`` if the store failed it), in order with every
+        connection's output. Owner context only. Returns what ``change`` returns.
+
+        Raises:
+            whatever ``change`` raises; its store operations are then dropped, so it must
+            raise before it changes anything.
+        """
+        try:
+            result = change()
+        except BaseException:
+            self._ops.clear()
+            self._dispatch_dirty()
+            self._flush()
+            raise
+        self._dispatch_dirty()
+        if self._blocked:
+            self._unblock(self.clock.now_ms())
+            self._dispatch_dirty()
+        self._out.append((BrokerConnection(self, "ID:operator", done), c.Ok(corr=1)))
+        self._flush()
+        return result
+
+    def delete_queue(self, dest: Destination) -> int:
+        """Delete queue ``dest`` with every message it holds (persistent ones leave the
+        store); its consumers must be gone. Returns how many messages it held."""
+        q = self.queues.pop(dest)
+        q.deleted = True
+        self._dedup.drop(dest)
+        entries = q.clear()
+        for e in entries:
+            self.total_bytes -= e.held
+            if e.session is not None:
+                e.session.outstanding.pop(e.delivery_id, None)
+        if q.durable:
+            self._ops.append(RemoveDestination(q.key))
+        return len(entries)
+
+    def delete_topic(self, dest: Destination) -> None:
+        """Delete topic ``dest`` and every subscription of it (durable ones leave the store);
+        their consumers must be gone."""
+        for sub in list(self.topics.get(dest, [])):
+            self._delete_subscription(sub)
+        self.topics.pop(dest, None)
+        self._dedup.drop(dest)
+
+    def stat(self, dest: Destination) -> c.DestinationStat:
+        """The figures of existing destination ``dest`` (see :meth:`stats`)."""
+        return self._stat(dest)
+
+    def delete_subscription(self, sub: Subscription) -> None:
+        """Delete ``sub`` and its messages (a durable one leaves the store); its consumers
+        must be gone."""
+        self._delete_subscription(sub)
 
     def stats(self) -> list[c.DestinationStat]:
         """The figures of every destination, sorted by name, read from counters kept as

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextvars
 import hashlib
 import hmac
 import os
@@ -49,7 +50,9 @@ __all__ = [
 ]
 
 REALM: Final = 'Basic realm="ternmq"'
-USER_KEY: Final = "ternmq.user"  # request[USER_KEY]: the principal (None: anonymous)
+# The principal of the request being handled (None: anonymous): each request is handled in
+# its own task, whose context the middleware sets.
+_USER: Final[contextvars.ContextVar[str | None]] = contextvars.ContextVar("user", default=None)
 CACHE_LIMIT: Final = 1024  # remembered logins at most
 CHECK_TIMEOUT: Final = 30.0  # seconds a request waits for its password check
 # Paths served to everybody (the console asks for credentials itself, in its pages).
@@ -80,8 +83,8 @@ class Gate:
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Resolve the request's user (401 when refused) unless the path is public."""
+        _USER.set(None)
         if self.is_public(request.path):
-            request[USER_KEY] = None
             return await handler(request)
         header = request.headers.get("Authorization")
         if header is None:
@@ -92,7 +95,6 @@ class Gate:
                     "with HTTP Basic authentication",
                     {"WWW-Authenticate": REALM},
                 )
-            request[USER_KEY] = None
             return await handler(request)
         user, password = _parse_basic(header)
         address = request.remote or "?"
@@ -101,7 +103,7 @@ class Gate:
             if error is not None:
                 raise ApiError(401, error, {"WWW-Authenticate": REALM})
             self._remember(user, password)
-        request[USER_KEY] = self.host.principal(user)
+        _USER.set(self.host.principal(user))
         return await handler(request)
 
     def _digest(self, password: str) -> bytes:
@@ -181,9 +183,9 @@ def _parse_basic(header: str) -> tuple[str, str]:
 
 
 def user_of(request: web.Request) -> str | None:
-    """The principal of an authenticated request (None: anonymous)."""
-    user: str | None = request.get(USER_KEY)
-    return user
+    """The principal of the request being handled (None: anonymous); ``request`` names the
+    request the caller handles (the user is kept in the task's context)."""
+    return _USER.get()
 
 
 def may_admin(host: HttpHost, user: str | None, dest: Destination) -> bool:
