@@ -145,7 +145,7 @@ def test_a_dead_letter_is_browsed_moved_back_and_consumed(
         conn.start()
         msg = conn.create_session().create_consumer(Queue(work)).receive(RECEIVE_TIMEOUT)
         assert msg is not None and msg.text == "order 17 failed"
-        assert msg.get_int_property("order_id") == 17
+        assert msg.get_long_property("order_id") == 17
     expect(page.locator("#dest-depth")).to_have_text("0")
     page.click("#browse-refresh")
     expect(page.locator("#messages td.empty")).to_have_text("The queue is empty.")
