@@ -159,7 +159,8 @@ def shot() -> Shot:
     def take(page: Page, name: str) -> None:
         if target:
             pathlib.Path(target).mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(pathlib.Path(target) / f"console-{name}.png"), full_page=True)
+            path = str(pathlib.Path(target) / f"console-{name}.png")
+            page.locator("body").screenshot(path=path, animations="disabled")
 
     return take
 

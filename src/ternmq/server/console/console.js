@@ -107,6 +107,15 @@
     );
   }
 
+  const TIME_HEADERS = new Set(["JMSTimestamp", "JMSExpiration", "JMSDeliveryTime"]);
+
+  /** A JMS header's value; its times (epoch milliseconds) also as a date. */
+  function fmtHeader(v, name) {
+    if (!TIME_HEADERS.has(name) || typeof v !== "number") return fmtValue(v);
+    if (v === 0) return name === "JMSExpiration" ? "0 (never)" : "0";
+    return `${fmtTime(v)} (${v})`;
+  }
+
   function fmtValue(v) {
     if (v === null || v === undefined) return "null";
     if (typeof v === "string") return v;
@@ -281,13 +290,16 @@
     return 10 * p;
   }
 
-  /** An SVG line chart of message rates; tracker holds the in and out series. */
-  function rateChart(tracker, title) {
-    const W = 640;
+  /**
+   * An SVG line chart of message rates; tracker holds the in and out series. The drawing is
+   * as wide as its box in CSS pixels (width), so its text keeps one size on every screen.
+   */
+  function rateChart(tracker, title, width) {
+    const W = Math.max(240, Math.round(width || 640));
     const H = 180;
     const left = 48;
     const right = W - 10;
-    const top = 10;
+    const top = 22;
     const bottom = H - 24;
     const inV = tracker.in.values;
     const outV = tracker.out.values;
@@ -314,7 +326,7 @@
       ...grid.flat(),
       s("text", { class: "axis", x: left, y: H - 6 }, `−${(HISTORY * POLL_MS) / 60000} min`),
       s("text", { class: "axis", x: right, y: H - 6, "text-anchor": "end" }, "now"),
-      s("text", { class: "axis", x: 4, y: top + 4, "dominant-baseline": "hanging" }, "msg/s"),
+      s("text", { class: "axis", x: 4, y: 12 }, "msg/s"),
       line(inV, "in"),
       line(outV, "out")
     );
@@ -407,7 +419,7 @@
             });
           },
         },
-        h("label", { for: "create-name", class: "sr-only" }, "New destination"),
+        h("label", { for: "create-name" }, "New destination"),
         name,
         h("button", { type: "submit" }, "Create")
       );
@@ -418,8 +430,9 @@
         h(
           "section",
           { class: "card" },
-          h("div", { class: "toolbar" }, h("h2", {}, "Destinations"), filter, create),
-          this.tbody
+          h("div", { class: "toolbar" }, h("h2", {}, "Destinations"), filter),
+          this.tbody,
+          create
         )
       );
       this.render();
@@ -439,7 +452,7 @@
         stat("Uptime", fmtDuration(o.uptime_seconds), "ov-uptime"),
         stat("Version", o.version || "–", "ov-version")
       );
-      this.chart.replaceChildren(rateChart(rates, "All destinations"));
+      this.chart.replaceChildren(rateChart(rates, "All destinations", this.chart.clientWidth));
       const needle = this.filter.trim().toLowerCase();
       const matching = state.destinations.filter((d) => !needle || d.name.toLowerCase().includes(needle));
       const shown = matching.slice(0, MAX_ROWS);
@@ -526,7 +539,7 @@
           stat("Paged", fmtCount(d.paged))
         );
         const tracker = state.rates.get(name);
-        if (tracker) this.chart.replaceChildren(rateChart(tracker, name));
+        if (tracker) this.chart.replaceChildren(rateChart(tracker, name, this.chart.clientWidth));
       },
 
       actions() {
@@ -651,8 +664,8 @@
           return;
         }
         if (view !== current) return;
-        const pairs = (obj) =>
-          Object.entries(obj || {}).map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, k), h("td", { class: "mono" }, fmtValue(v))));
+        const pairs = (obj, show = fmtValue) =>
+          Object.entries(obj || {}).map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, k), h("td", { class: "mono" }, show(v, k))));
         const del = h("button", { type: "button", class: "danger", id: "message-delete" }, "Delete message");
         del.addEventListener("click", () => {
           if (!window.confirm(`Delete message ${id}?`)) return;
@@ -671,7 +684,7 @@
             { class: "message", "aria-label": `Message ${id}` },
             h("div", { class: "toolbar" }, h("h3", { class: "mono" }, m.id), del, close),
             h("div", { class: "kv" },
-              h("div", {}, h("h4", {}, "Headers"), h("table", { class: "pairs", id: "message-headers" }, h("tbody", {}, pairs(m.headers)))),
+              h("div", {}, h("h4", {}, "Headers"), h("table", { class: "pairs", id: "message-headers" }, h("tbody", {}, pairs(m.headers, fmtHeader)))),
               h("div", {}, h("h4", {}, "Properties"), h("table", { class: "pairs", id: "message-properties" }, h("tbody", {}, pairs(m.properties))))
             ),
             h("h4", {}, `Body (${m.body_type})`),
