@@ -106,21 +106,32 @@ def test_a_dead_letter_is_browsed_moved_back_and_consumed(
     page: Page, server: ConsoleServer, shot: Shot
 ) -> None:
     work = "console.work"
-    _send(server, work, "order 17 failed", order_id=17)
+    failed = ("order 17 failed", "order 18 failed")
+    for order, text in zip((17, 18), failed):
+        _send(server, work, text, order_id=order)
     with server.factory().create_connection() as conn:
         conn.start()
         session = conn.create_session(True)
         consumer = session.create_consumer(Queue(work))
         for _ in range(MAX_DELIVERY_ATTEMPTS):
-            msg = consumer.receive(RECEIVE_TIMEOUT)
-            assert msg is not None and msg.text == "order 17 failed"
+            got = [consumer.receive(RECEIVE_TIMEOUT) for _ in failed]
+            assert [m.text if m else None for m in got] == list(failed)
             session.rollback()
-        assert consumer.receive(0.2) is None  # dead-lettered, not on its queue any more
+        assert consumer.receive(0.2) is None  # dead-lettered, not on their queue any more
     login(page, server)
     page.locator("#destinations a", has_text="queue://DLQ").click()
     expect(page.locator("#dest-name")).to_have_text("queue://DLQ")
+    expect(page.locator("#messages tr[data-id]")).to_have_count(2)
+
+    # One message: its page offers to send it back where it came from.
+    page.locator("#messages tr[data-id]", has_text="order 18 failed").click()
+    expect(page.locator("#message-body")).to_have_text("order 18 failed")
+    page.click("#message-move-back")
+    expect(page.locator("#notice")).to_have_text(f"Moved 1 message(s) to queue://{work}")
+    expect(page.locator("#messages tr[data-id]")).to_have_count(1)
+
+    # The rest, by a selector in the move form (filled in from the open dead letter).
     row = page.locator("#messages tr[data-id]", has_text="order 17 failed")
-    expect(row).to_have_count(1)
     row.click()
     props = page.locator("#message-properties")
     expect(props.locator("tr", has_text="JMS_TernMQ_OriginalDestination")).to_contain_text(
@@ -129,23 +140,25 @@ def test_a_dead_letter_is_browsed_moved_back_and_consumed(
     expect(props.locator("tr", has_text="order_id")).to_contain_text("17")
     expect(page.locator("#message-body")).to_have_text("order 17 failed")
     expect(page.locator("#message-headers")).to_contain_text("JMSMessageID")
+    expect(page.locator("#move-to")).to_have_value(f"queue://{work}")
+    expect(page.locator("#move-selector")).to_have_value(
+        f"JMS_TernMQ_OriginalDestination = 'queue://{work}'"
+    )
     shot(page, "destination")
-
-    page.fill("#move-to", f"queue://{work}")
-    page.fill("#move-selector", f"JMS_TernMQ_OriginalDestination = 'queue://{work}'")
     page.click("#move-submit")
     expect(page.locator("#notice")).to_have_text(f"Moved 1 message(s) to queue://{work}")
-    expect(page.locator("#messages tr[data-id]", has_text="order 17 failed")).to_have_count(0)
+    expect(page.locator("#messages td.empty")).to_have_text("The queue is empty.")
 
     page.goto(f"{server.http}#/destinations/queue/{work}")
     expect(page.locator("#dest-name")).to_have_text(f"queue://{work}")
-    expect(page.locator("#dest-depth")).to_have_text("1")
-    expect(page.locator("#messages tr[data-id]", has_text="order 17 failed")).to_have_count(1)
+    expect(page.locator("#dest-depth")).to_have_text("2")
+    expect(page.locator("#messages tr[data-id]")).to_have_count(2)
     with server.factory().create_connection() as conn:
         conn.start()
-        msg = conn.create_session().create_consumer(Queue(work)).receive(RECEIVE_TIMEOUT)
-        assert msg is not None and msg.text == "order 17 failed"
-        assert msg.get_long_property("order_id") == 17
+        consumer = conn.create_session().create_consumer(Queue(work))
+        got = [consumer.receive(RECEIVE_TIMEOUT) for _ in failed]
+    assert [m.text if m else None for m in got] == ["order 18 failed", "order 17 failed"]
+    assert [m.get_long_property("order_id") for m in got if m] == [18, 17]
     expect(page.locator("#dest-depth")).to_have_text("0")
     page.click("#browse-refresh")
     expect(page.locator("#messages td.empty")).to_have_text("The queue is empty.")

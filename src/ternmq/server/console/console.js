@@ -116,6 +116,11 @@
     return `${fmtTime(v)} (${v})`;
   }
 
+  /** A selector string literal: in single quotes, a quote doubled (JMS 1.1, 3.8.1.1). */
+  function sqlString(text) {
+    return `'${String(text).replaceAll("'", "''")}'`;
+  }
+
   function fmtValue(v) {
     if (v === null || v === undefined) return "null";
     if (typeof v === "string") return v;
@@ -678,11 +683,30 @@
           });
         });
         const close = h("button", { type: "button", class: "ghost", onclick: () => { this.detail.replaceChildren(); this.selected = null; } }, "Close");
+        // A dead letter names the queue it came from: offer to send this one back there.
+        const origin = (m.properties || {}).JMS_TernMQ_OriginalDestination;
+        let back = null;
+        if (typeof origin === "string" && origin && origin !== name) {
+          back = h("button", { type: "button", id: "message-move-back" }, `Move back to ${origin}`);
+          back.addEventListener("click", () => {
+            act(back, async () => {
+              const r = await api("POST", `${path}/move`, { to: origin, selector: `JMSMessageID = ${sqlString(id)}` });
+              notice(`Moved ${fmtCount(r && r.moved)} message(s) to ${origin}`);
+              this.detail.replaceChildren();
+              this.selected = null;
+              await this.afterChange();
+            });
+          });
+          if (this.moveTo && !this.moveTo.value) {
+            this.moveTo.value = origin;
+            this.moveSel.value = `JMS_TernMQ_OriginalDestination = ${sqlString(origin)}`;
+          }
+        }
         this.detail.replaceChildren(
           h(
             "article",
             { class: "message", "aria-label": `Message ${id}` },
-            h("div", { class: "toolbar" }, h("h3", { class: "mono" }, m.id), del, close),
+            h("div", { class: "toolbar" }, h("h3", { class: "mono" }, m.id), back, del, close),
             h("div", { class: "kv" },
               h("div", {}, h("h4", {}, "Headers"), h("table", { class: "pairs", id: "message-headers" }, h("tbody", {}, pairs(m.headers, fmtHeader)))),
               h("div", {}, h("h4", {}, "Properties"), h("table", { class: "pairs", id: "message-properties" }, h("tbody", {}, pairs(m.properties))))
@@ -696,6 +720,8 @@
       moveForm() {
         const to = h("input", { id: "move-to", placeholder: "queue://orders", required: true });
         const sel = h("input", { id: "move-selector", placeholder: "optional selector; empty = every message" });
+        this.moveTo = to;
+        this.moveSel = sel;
         const button = h("button", { type: "submit", id: "move-submit" }, "Move");
         const form = h(
           "form",
@@ -957,7 +983,7 @@
 
   /** One poll: overview and destinations for the rates, then the current view's own data. */
   async function poll() {
-    if (polling) return;
+    if (polling || document.hidden) return; // a tab nobody looks at costs the broker nothing
     polling = true;
     try {
       const [overview, destinations] = await Promise.all([api("GET", "/api/overview"), api("GET", "/api/destinations")]);
@@ -1065,6 +1091,9 @@
     $("logout").addEventListener("click", logout);
     $("error-close").addEventListener("click", clearError);
     window.addEventListener("hashchange", show);
+    document.addEventListener("visibilitychange", () => {
+      if (!document.hidden && loggedIn) poll();
+    });
     const auth = storedAuth();
     try {
       await checkAccess(auth);
