@@ -392,3 +392,31 @@ def test_changes_are_durable_across_a_restart(start: Start, tmp_path: pathlib.Pa
     assert [m["preview"] for m in d] == ["keep"]
     e = http2.get(q("elsewhere") + "/messages").json()["messages"]
     assert [m["preview"] for m in e] == ["moved"]
+
+
+def test_connections_past_max_connections_are_closed(start: Start) -> None:
+    import socket
+
+    _, http = start(http=HttpConfig(max_connections=2))
+    held = [socket.create_connection((http.host, http.port), timeout=5) for _ in range(2)]
+    try:
+        time.sleep(0.2)  # both accepted
+        extra = socket.create_connection((http.host, http.port), timeout=5)
+        try:
+            extra.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert extra.recv(100) == b""  # closed without an answer
+        except ConnectionResetError:
+            pass
+        finally:
+            extra.close()
+    finally:
+        for s in held:
+            s.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            if http.get("/api/health").status == 200:
+                break
+        except OSError:
+            time.sleep(0.05)
+    assert http.get("/api/health").status == 200  # room again once they are gone

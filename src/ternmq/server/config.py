@@ -92,6 +92,8 @@ class HttpConfig:
         max_body: largest request body accepted, octets; larger is refused with 413.
         auth_cache_seconds: how long an accepted user name and password are remembered, so
             that a polling console does not cost a password hash per request (0 = never).
+        max_connections: open HTTP connections at most (0 = unlimited); past it a new
+            socket is closed at once.
     """
 
     port: int = DEFAULT_HTTP_PORT
@@ -100,6 +102,7 @@ class HttpConfig:
     metrics_auth: bool = False
     max_body: int = 1024 * 1024
     auth_cache_seconds: float = 60.0
+    max_connections: int = 256
 
     @property
     def enabled(self) -> bool:
@@ -402,6 +405,8 @@ def _parse_http(raw: object) -> HttpConfig:
         raise ValueError("config http.max_body must be positive")
     if http.auth_cache_seconds < 0:
         raise ValueError("config http.auth_cache_seconds must not be negative")
+    if http.max_connections < 0:
+        raise ValueError("config http.max_connections must not be negative")
     return http
 
 

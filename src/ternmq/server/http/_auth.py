@@ -188,11 +188,11 @@ def user_of(request: web.Request) -> str | None:
     return _USER.get()
 
 
-def may_admin(host: HttpHost, user: str | None, dest: Destination) -> bool:
-    """Whether ``user`` holds ``admin`` on ``dest`` (always without permissions; temporary
-    destinations are not checked, as ``ternmq stat`` does not)."""
+def may_admin(host: HttpHost, user: str | None, name: str, temporary: bool = False) -> bool:
+    """Whether ``user`` holds ``admin`` on the destination named ``name`` (always without
+    permissions; temporary destinations are not checked, as ``ternmq stat`` does not)."""
     auth = host.authorizer
-    return auth is None or dest.is_temporary or auth(user, "admin", str(dest))
+    return auth is None or temporary or auth(user, "admin", name)
 
 
 def broker_admin(host: HttpHost, user: str | None) -> bool:
@@ -208,7 +208,7 @@ def require_admin(host: HttpHost, request: web.Request, dest: Destination) -> No
         ApiError: 403.
     """
     user = user_of(request)
-    if not may_admin(host, user, dest):
+    if not may_admin(host, user, str(dest), dest.is_temporary):
         who = user if user is not None else "anonymous"
         raise ApiError(
             403,

@@ -10,34 +10,22 @@ Nothing here acts: :class:`HttpHost` is what the listener may ask of the server 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol
 
 from aiohttp import web
 
-from ternmq.broker.engine import Broker
-from ternmq.server._gateway import GatewayConnection, Verdict
-from ternmq.server.admission import PasswordCheck
+from ternmq.server._gateway import ConnectionHost, GatewayConnection
 from ternmq.server.config import ServerConfig
 from ternmq.server.security import Authorizer
 
 __all__ = ["ApiError", "Handler", "HttpHost", "error_response", "json_response"]
 
 
-class HttpHost(Protocol):
-    """What the HTTP listener may ask of the server (``BrokerServer`` satisfies it)."""
-
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        """The event loop the server and the broker run on."""
-        ...
-
-    @property
-    def broker(self) -> Broker | None:
-        """The broker, or None once the server has stopped it."""
-        ...
+class HttpHost(ConnectionHost, Protocol):
+    """What the HTTP listener may ask of the server (``BrokerServer`` satisfies it): what a
+    gateway connection may ask (the loop, the broker, credential checks), and more."""
 
     @property
     def config(self) -> ServerConfig:
@@ -52,20 +40,6 @@ class HttpHost(Protocol):
     @property
     def connections(self) -> set[GatewayConnection]:
         """The messaging connections (every gateway's)."""
-        ...
-
-    def authenticate(
-        self, address: str, user: str | None, password: str | None, verdict: Verdict
-    ) -> PasswordCheck | None:
-        """Check credentials of a peer at ``address`` (see ``ConnectionHost.authenticate``)."""
-        ...
-
-    def principal(self, user: str | None) -> str | None:
-        """The user accepted credentials act as (None: anonymous)."""
-        ...
-
-    def rearm(self) -> None:
-        """Re-arm the broker's timer after the broker acted."""
         ...
 
 

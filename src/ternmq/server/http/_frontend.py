@@ -16,6 +16,7 @@ import concurrent.futures
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import Final, cast
 
 from aiohttp import web
 
@@ -26,6 +27,17 @@ from ternmq.server.http._base import ApiError, Handler, HttpHost, error_response
 __all__ = ["HttpFrontend", "RouteSetup"]
 
 log = logging.getLogger("ternmq.server.http")
+
+KEEPALIVE: Final = 15.0  # seconds an idle keep-alive HTTP connection stays open
+
+
+class _Refused(asyncio.Protocol):
+    """A socket past ``max_connections``: closed as soon as it is accepted."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """Abort it."""
+        cast(asyncio.Transport, transport).abort()  # uvloop's are not subclasses
+
 
 # A function that adds routes to the application; it may keep ``frontend`` for its handlers.
 RouteSetup = Callable[[web.Application, "HttpFrontend"], None]
@@ -53,15 +65,26 @@ class HttpFrontend:
             setup(self.app, self)
         self._runner: web.AppRunner | None = None
 
-    async def protocol_factory(self) -> Callable[[], asyncio.Protocol]:
+    async def protocol_factory(self) -> Callable[[], asyncio.BaseProtocol]:
         """Set the application up; the factory of one protocol per accepted socket (what
-        ``loop.create_server`` takes)."""
-        runner = web.AppRunner(self.app, handle_signals=False, access_log=None)
+        ``loop.create_server`` takes). Past ``[http] max_connections`` open connections a
+        new socket is closed at once: a peer that opens many costs at most that many
+        request parsers (each bounded by aiohttp's header limits and ``max_body``)."""
+        runner = web.AppRunner(
+            self.app, handle_signals=False, access_log=None, keepalive_timeout=KEEPALIVE
+        )
         await runner.setup()
         self._runner = runner
         server = runner.server
         assert server is not None
-        return server
+        cap = self.config.max_connections
+
+        def make() -> asyncio.BaseProtocol:
+            if cap and len(server.connections) >= cap:
+                return _Refused()
+            return server()
+
+        return make
 
     async def close(self, timeout: float = 2.0) -> None:
         """Close open HTTP connections (waiting up to ``timeout`` for requests in progress)

@@ -266,7 +266,7 @@ class Api:
         """``GET /api/overview``: totals over the destinations the user may administer."""
         broker = self.broker
         user = user_of(request)
-        stats = [st for st in broker.stats() if self._visible(user, st.name)]
+        stats = [st for st in broker.stats() if self._visible(user, st)]
         enq = sum(st.enqueued for st in stats)
         deq = sum(st.dequeued for st in stats)
         now = time.monotonic()
@@ -285,8 +285,8 @@ class Api:
             }
         )
 
-    def _visible(self, user: str | None, name: str) -> bool:
-        return may_admin(self.host, user, admin.parse(name))
+    def _visible(self, user: str | None, st: c.DestinationStat) -> bool:
+        return may_admin(self.host, user, st.name, st.kind.startswith("temp-"))
 
     def _rates(self, now: float, enq: int, deq: int) -> dict[str, float]:
         samples = self._samples
@@ -310,7 +310,7 @@ class Api:
         """``GET /api/destinations``."""
         user = user_of(request)
         stats = self.broker.stats()
-        return json_response([destination_json(st) for st in stats if self._visible(user, st.name)])
+        return json_response([destination_json(st) for st in stats if self._visible(user, st)])
 
     async def create_destination(self, request: web.Request) -> web.StreamResponse:
         """``POST /api/destinations {"name": "queue://x"}``."""
@@ -454,7 +454,7 @@ class Api:
         user = user_of(request)
         out = []
         for sub in admin.subscriptions(self.broker):
-            if not may_admin(self.host, user, sub.topic):
+            if not may_admin(self.host, user, str(sub.topic), sub.topic.is_temporary):
                 continue
             name = sub.key[1] if sub.key is not None else None
             out.append(

@@ -2,17 +2,22 @@
 
 Theory of operation
 -------------------
-A custom ``prometheus_client`` collector reads the counters the broker keeps as events
-happen (``Broker.stats()``: per-destination ``Counters``, O(1) each) on every scrape, so a
-scrape costs O(destinations) and never looks at a message. The families and their labels
-are the contract of SERVER.md; the store's commit count and latency histogram come from the
-store's group-commit writer (``store/_writer.py``, ``CommitTimes``), the connections per
-gateway protocol from the server's connection set, the process figures from
-``prometheus_client``'s ``ProcessCollector``. Each listener has its own registry.
+Each scrape reads the counters the broker keeps as events happen (``Broker.stats()``:
+per-destination ``Counters``, O(1) each) into a :class:`Snapshot` on the event loop (the
+broker's owner), so a scrape costs O(destinations) and never looks at a message; a custom
+``prometheus_client`` collector then writes the snapshot's text in a worker thread, which
+with thousands of destinations is most of the cost and should not hold the loop. The
+families and their labels are the contract of SERVER.md; the store's commit count and
+latency histogram come from the store's group-commit writer (``store/_writer.py``,
+``CommitTimes``), the connections per gateway protocol from the server's connection set,
+the process figures from ``prometheus_client``'s ``ProcessCollector``. Each scrape has its
+own registry.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 from collections import Counter
 from collections.abc import Iterator
 
@@ -27,10 +32,11 @@ from prometheus_client.core import (
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
+from ternmq.protocol import commands as c
 from ternmq.server.http._base import HttpHost
 from ternmq.server.http._frontend import HttpFrontend
 
-__all__ = ["BrokerCollector", "setup"]
+__all__ = ["BrokerCollector", "Snapshot", "exposition", "setup", "snapshot"]
 
 # (family, help, DestinationStat field) of the per-destination gauges and counters.
 _GAUGES = (
@@ -48,21 +54,48 @@ _COUNTERS = (
 )
 
 
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """The broker's figures at one moment, read on its owner thread (cheap: counters)."""
+
+    stats: list[c.DestinationStat]
+    connections: dict[str, int]  # open connections per gateway protocol
+    commits: int
+    commit_buckets: list[tuple[str, float]]
+    commit_seconds: float
+
+
+def snapshot(host: HttpHost) -> Snapshot:
+    """Read the figures of a scrape from ``host`` (on the broker's owner thread):
+    O(destinations), no message looked at."""
+    broker = host.broker
+    stats = broker.stats() if broker is not None else []
+    per_protocol: Counter[str] = Counter({"native": 0})
+    for conn in host.connections:
+        if conn.conn is not None and not conn.conn.closed:
+            per_protocol[conn.protocol] += 1
+    times = broker.store.commit_times if broker is not None else None
+    if times is None:
+        return Snapshot(stats, dict(per_protocol), 0, [("+Inf", 0)], 0.0)
+    buckets, total = times.snapshot()
+    return Snapshot(
+        stats, dict(per_protocol), buckets[-1][1], [(b, float(n)) for b, n in buckets], total
+    )
+
+
 class BrokerCollector(Collector):
-    """Reads the broker's counters on each scrape (call it on the broker's owner thread).
+    """The families of SERVER.md from one :class:`Snapshot` (safe on any thread).
 
     Args:
-        host: the server.
+        snap: the figures to expose.
     """
 
-    def __init__(self, host: HttpHost) -> None:
-        self.host = host
+    def __init__(self, snap: Snapshot) -> None:
+        self.snap = snap
 
     def collect(self) -> Iterator[Metric]:
-        """The families of SERVER.md, from the counters as they are now."""
-        host = self.host
-        broker = host.broker
-        stats = broker.stats() if broker is not None else []
+        """The families of SERVER.md, from the snapshot."""
+        snap = self.snap
         gauges = [
             (GaugeMetricFamily(name, doc, labels=["destination"]), field)
             for name, doc, field in _GAUGES
@@ -71,7 +104,7 @@ class BrokerCollector(Collector):
             (CounterMetricFamily(name, doc, labels=["destination"]), field)
             for name, doc, field in _COUNTERS
         ]
-        for st in stats:
+        for st in snap.stats:
             label = [st.name]
             for family, field in gauges:
                 family.add_metric(label, getattr(st, field))
@@ -81,38 +114,37 @@ class BrokerCollector(Collector):
             yield family
         for cfamily, _ in counters:
             yield cfamily
-        per_protocol: Counter[str] = Counter({"native": 0})
-        for conn in host.connections:
-            if conn.conn is not None and not conn.conn.closed:
-                per_protocol[conn.protocol] += 1
         conns = GaugeMetricFamily(
             "ternmq_connections", "Open messaging connections.", labels=["protocol"]
         )
-        for protocol, n in sorted(per_protocol.items()):
+        for protocol, n in sorted(snap.connections.items()):
             conns.add_metric([protocol], n)
         yield conns
-        store = broker.store if broker is not None else None
-        times = store.commit_times if store is not None else None
         commits = CounterMetricFamily("ternmq_store_commits", "Store commits (group commits).")
-        commits.add_metric([], times.count if times is not None else 0)
+        commits.add_metric([], snap.commits)
         yield commits
         hist = HistogramMetricFamily("ternmq_store_commit_seconds", "Store commit latency.")
-        if times is not None:
-            buckets, total = times.snapshot()
-            hist.add_metric([], buckets=buckets, sum_value=total)
-        else:
-            hist.add_metric([], buckets=[("+Inf", 0)], sum_value=0.0)
+        hist.add_metric([], buckets=snap.commit_buckets, sum_value=snap.commit_seconds)
         yield hist
 
 
-def setup(app: web.Application, frontend: HttpFrontend) -> None:
-    """Add ``GET /metrics``."""
+def exposition(snap: Snapshot, process: bool = True) -> bytes:
+    """The Prometheus text of ``snap`` (and of this process's figures)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(BrokerCollector(frontend.host))
-    registry.register(ProcessCollector(registry=None))
+    registry.register(BrokerCollector(snap))
+    if process:
+        registry.register(ProcessCollector(registry=None))
+    return generate_latest(registry)
+
+
+def setup(app: web.Application, frontend: HttpFrontend) -> None:
+    """Add ``GET /metrics``: the figures are read on the loop (the broker's owner), the text
+    written in a worker thread, so a large exposition does not hold the loop."""
+    host = frontend.host
 
     async def metrics(request: web.Request) -> web.StreamResponse:
-        body = generate_latest(registry)
+        snap = snapshot(host)
+        body = await asyncio.to_thread(exposition, snap)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     app.router.add_get("/metrics", metrics)
