@@ -238,8 +238,14 @@ def test_a_connection_is_closed_from_the_console(
     try:
         conn.exception_listener = lambda exc: lost.set()
         conn.start()
-        conn.create_session().create_consumer(Queue("console.victim"))
+        session = conn.create_session()
+        session.create_consumer(Queue("console.victim"))
+        temp = str(session.create_temporary_queue())
         login(page, server)
+        # Its temporary queue is listed, but not offered for administration.
+        temp_row = page.locator(f'#destinations tr[data-name="{temp}"]')
+        expect(temp_row).to_have_count(1)
+        expect(temp_row.locator("a")).to_have_count(0)
         page.click("#nav a[data-page=connections]")
         row = page.locator("#connections tr[data-id]", has_text="console-victim")
         expect(row).to_have_count(1)

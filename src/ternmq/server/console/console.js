@@ -466,7 +466,14 @@
         return h(
           "tr",
           { "data-name": d.name },
-          h("td", { class: "name" }, h("a", { href: `#/destinations/${splitName(d.name).map(encodeURIComponent).join("/")}` }, d.name)),
+          h(
+            "td",
+            { class: "name" },
+            // A temporary destination belongs to its connection: listed, not administered.
+            String(d.kind).startsWith("temp-")
+              ? h("span", { title: "temporary: it goes with the connection that created it" }, d.name)
+              : h("a", { href: `#/destinations/${splitName(d.name).map(encodeURIComponent).join("/")}` }, d.name)
+          ),
           cell(fmtCount(d.depth), "num depth"),
           cell(fmtCount(d.in_flight), "num opt"),
           cell(fmtCount(d.consumers), "num consumers"),
@@ -571,7 +578,7 @@
           "section",
           { class: "card toolbar" },
           h("h2", {}, "Actions"),
-          purge,
+          isQueue ? purge : null,
           del,
           h("label", { class: "check", for: "delete-force" }, force, " even with consumers")
         );
