@@ -381,6 +381,20 @@
     }
   }
 
+  /** A form whose submission runs onSubmit() instead of loading another page. */
+  function form(attrs, onSubmit, ...children) {
+    return h("form", { ...attrs, onsubmit: (e) => { e.preventDefault(); onSubmit(); } }, ...children);
+  }
+
+  /** A red button that asks `question` first, then runs `action` as act() does. */
+  function confirmButton(label, attrs, question, action) {
+    const button = h("button", { type: "button", class: "danger", ...attrs }, label);
+    button.addEventListener("click", () => {
+      if (window.confirm(question)) act(button, action);
+    });
+    return button;
+  }
+
   function field(label, input, hint) {
     const id = input.id;
     return h("div", { class: "field" }, h("label", { for: id }, label), input, hint ? h("small", {}, hint) : null);
@@ -408,21 +422,16 @@
         },
       });
       const name = h("input", { id: "create-name", placeholder: "queue://name or topic://name", required: true });
-      const create = h(
-        "form",
-        {
-          class: "inline",
-          id: "create-form",
-          onsubmit: (e) => {
-            e.preventDefault();
-            const button = create.querySelector("button");
-            act(button, async () => {
-              const made = await api("POST", "/api/destinations", { name: name.value.trim() });
-              notice(`Created ${made && made.name ? made.name : name.value.trim()}`);
-              name.value = "";
-              await poll();
-            });
-          },
+      const create = form(
+        { class: "inline", id: "create-form" },
+        () => {
+          const button = create.querySelector("button");
+          act(button, async () => {
+            const made = await api("POST", "/api/destinations", { name: name.value.trim() });
+            notice(`Created ${made && made.name ? made.name : name.value.trim()}`);
+            name.value = "";
+            await poll();
+          });
         },
         h("label", { for: "create-name" }, "New destination"),
         name,
@@ -556,23 +565,15 @@
 
       actions() {
         const force = h("input", { type: "checkbox", id: "delete-force" });
-        const purge = h("button", { type: "button", id: "purge", class: "danger" }, "Purge");
-        purge.addEventListener("click", () => {
-          if (!window.confirm(`Remove every message of ${name}? This cannot be undone.`)) return;
-          act(purge, async () => {
-            const r = await api("POST", `${path}/purge`);
-            notice(`Purged ${fmtCount(r && r.purged)} message(s) from ${name}`);
-            await this.afterChange();
-          });
+        const purge = confirmButton("Purge", { id: "purge" }, `Remove every message of ${name}? This cannot be undone.`, async () => {
+          const r = await api("POST", `${path}/purge`);
+          notice(`Purged ${fmtCount(r && r.purged)} message(s) from ${name}`);
+          await this.afterChange();
         });
-        const del = h("button", { type: "button", id: "delete-destination", class: "danger" }, "Delete destination");
-        del.addEventListener("click", () => {
-          if (!window.confirm(`Delete ${name} and every message it holds?`)) return;
-          act(del, async () => {
-            await api("DELETE", path + (force.checked ? "?force=true" : ""));
-            notice(`Deleted ${name}`);
-            location.hash = "#/";
-          });
+        const del = confirmButton("Delete destination", { id: "delete-destination" }, `Delete ${name} and every message it holds?`, async () => {
+          await api("DELETE", path + (force.checked ? "?force=true" : ""));
+          notice(`Deleted ${name}`);
+          location.hash = "#/";
         });
         return h(
           "section",
@@ -593,23 +594,18 @@
         this.list = h("div", { id: "messages" });
         this.pager = h("div", { class: "pager" });
         this.detail = h("div", { id: "message-detail" });
-        const form = h(
-          "form",
-          {
-            class: "inline",
-            id: "browse-form",
-            onsubmit: (e) => {
-              e.preventDefault();
-              this.selector = sel.value.trim();
-              this.offset = 0;
-              this.load();
-            },
+        const browseForm = form(
+          { class: "inline", id: "browse-form" },
+          () => {
+            this.selector = sel.value.trim();
+            this.offset = 0;
+            this.load();
           },
           sel,
           h("button", { type: "submit" }, "Browse"),
           h("button", { type: "button", class: "ghost", id: "browse-refresh", onclick: () => this.load() }, "Refresh")
         );
-        return h("section", { class: "card" }, h("h2", {}, "Messages"), form, this.list, this.pager, this.detail);
+        return h("section", { class: "card" }, h("h2", {}, "Messages"), browseForm, this.list, this.pager, this.detail);
       },
 
       async load() {
@@ -678,16 +674,12 @@
         if (view !== current) return;
         const pairs = (obj, show = fmtValue) =>
           Object.entries(obj || {}).map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, k), h("td", { class: "mono" }, show(v, k))));
-        const del = h("button", { type: "button", class: "danger", id: "message-delete" }, "Delete message");
-        del.addEventListener("click", () => {
-          if (!window.confirm(`Delete message ${id}?`)) return;
-          act(del, async () => {
-            await api("DELETE", `${path}/messages/${encodeURIComponent(id)}`);
-            notice(`Deleted ${id}`);
-            this.detail.replaceChildren();
-            this.selected = null;
-            await this.afterChange();
-          });
+        const del = confirmButton("Delete message", { id: "message-delete" }, `Delete message ${id}?`, async () => {
+          await api("DELETE", `${path}/messages/${encodeURIComponent(id)}`);
+          notice(`Deleted ${id}`);
+          this.detail.replaceChildren();
+          this.selected = null;
+          await this.afterChange();
         });
         const close = h("button", { type: "button", class: "ghost", onclick: () => { this.detail.replaceChildren(); this.selected = null; } }, "Close");
         // A dead letter names the queue it came from: offer to send this one back there.
@@ -730,20 +722,16 @@
         this.moveTo = to;
         this.moveSel = sel;
         const button = h("button", { type: "submit", id: "move-submit" }, "Move");
-        const form = h(
-          "form",
-          {
-            id: "move-form",
-            onsubmit: (e) => {
-              e.preventDefault();
-              const body = { to: to.value.trim() };
-              if (sel.value.trim()) body.selector = sel.value.trim();
-              act(button, async () => {
-                const r = await api("POST", `${path}/move`, body);
-                notice(`Moved ${fmtCount(r && r.moved)} message(s) to ${body.to}`);
-                await this.afterChange();
-              });
-            },
+        const moveForm = form(
+          { id: "move-form" },
+          () => {
+            const body = { to: to.value.trim() };
+            if (sel.value.trim()) body.selector = sel.value.trim();
+            act(button, async () => {
+              const r = await api("POST", `${path}/move`, body);
+              notice(`Moved ${fmtCount(r && r.moved)} message(s) to ${body.to}`);
+              await this.afterChange();
+            });
           },
           h("div", { class: "grid2" }, field("To destination", to), field("Selector", sel)),
           button
@@ -753,7 +741,7 @@
           { class: "card" },
           h("h2", {}, "Move messages"),
           h("p", { class: "hint" }, "Send messages back for another try (for example from a dead-letter queue to their queue): the ones matching the selector move, headers and properties kept."),
-          form
+          moveForm
         );
       },
 
@@ -767,39 +755,35 @@
         const jmsType = h("input", { id: "send-type" });
         const ttl = h("input", { type: "number", id: "send-ttl", min: 0, value: 0 });
         const button = h("button", { type: "submit", id: "send-submit" }, "Send");
-        const form = h(
-          "form",
-          {
-            id: "send-form",
-            onsubmit: (e) => {
-              e.preventDefault();
-              act(button, async () => {
-                let properties = {};
-                if (props.value.trim()) {
-                  try {
-                    properties = JSON.parse(props.value);
-                  } catch (err) {
-                    throw new Error(`Properties must be a JSON object such as {"region": "eu"}: ${err.message}`);
-                  }
-                  if (properties === null || typeof properties !== "object" || Array.isArray(properties)) {
-                    throw new Error('Properties must be a JSON object such as {"region": "eu"}.');
-                  }
+        const sendForm = form(
+          { id: "send-form" },
+          () => {
+            act(button, async () => {
+              let properties = {};
+              if (props.value.trim()) {
+                try {
+                  properties = JSON.parse(props.value);
+                } catch (err) {
+                  throw new Error(`Properties must be a JSON object such as {"region": "eu"}: ${err.message}`);
                 }
-                const msg = {
-                  body: body.value,
-                  body_type: type.value,
-                  properties,
-                  persistent: persistent.checked,
-                  priority: Number(priority.value),
-                  time_to_live_ms: Number(ttl.value) || 0,
-                };
-                if (corr.value) msg.correlation_id = corr.value;
-                if (jmsType.value) msg.type = jmsType.value;
-                const r = await api("POST", `${path}/messages`, msg);
-                notice(`Sent ${r && r.id ? r.id : "the message"} to ${name}`);
-                await this.afterChange();
-              });
-            },
+                if (properties === null || typeof properties !== "object" || Array.isArray(properties)) {
+                  throw new Error('Properties must be a JSON object such as {"region": "eu"}.');
+                }
+              }
+              const msg = {
+                body: body.value,
+                body_type: type.value,
+                properties,
+                persistent: persistent.checked,
+                priority: Number(priority.value),
+                time_to_live_ms: Number(ttl.value) || 0,
+              };
+              if (corr.value) msg.correlation_id = corr.value;
+              if (jmsType.value) msg.type = jmsType.value;
+              const r = await api("POST", `${path}/messages`, msg);
+              notice(`Sent ${r && r.id ? r.id : "the message"} to ${name}`);
+              await this.afterChange();
+            });
           },
           field("Body", body),
           h(
@@ -815,7 +799,7 @@
           h("label", { class: "check", for: "send-persistent" }, persistent, " persistent"),
           button
         );
-        return h("section", { class: "card" }, h("h2", {}, "Send a message"), form);
+        return h("section", { class: "card" }, h("h2", {}, "Send a message"), sendForm);
       },
 
       async afterChange() {
@@ -861,95 +845,89 @@
     return h("div", {}, pre, more);
   }
 
-  // ---------------------------------------------------------------- view: connections
+  // ---------------------------------------------------------------- views: connections, subscriptions
 
-  const connectionsView = {
+  /** A page listing what GET `path` answers, one table row per item, refreshed by the poller. */
+  function listView({ page, title, path, headers, empty, row }) {
+    return {
+      page,
+
+      mount(root) {
+        this.box = h("div", { id: page }, h("p", { class: "hint" }, "Loading…"));
+        root.append(h("h1", {}, title), h("section", { class: "card" }, this.box));
+        return this.tick();
+      },
+
+      async tick() {
+        const list = await api("GET", path);
+        if (current !== this) return;
+        this.box.replaceChildren(table(headers, list.map((item) => row(item, () => this.tick())), empty));
+      },
+    };
+  }
+
+  const connectionsView = listView({
     page: "connections",
-    rows: null,
-
-    mount(root) {
-      this.box = h("div", { id: "connections" }, h("p", { class: "hint" }, "Loading…"));
-      root.append(h("h1", {}, "Connections"), h("section", { class: "card" }, this.box));
-      return this.tick();
-    },
-
-    async tick() {
-      const list = await api("GET", "/api/connections");
-      if (current !== this) return;
-      const rows = list.map((c) => {
-        const close = h("button", { type: "button", class: "danger small" }, "Close");
-        close.addEventListener("click", () => {
-          if (!window.confirm(`Close connection ${c.id} (${c.user || "anonymous"} from ${c.address})?`)) return;
-          act(close, async () => {
+    title: "Connections",
+    path: "/api/connections",
+    empty: "No client is connected.",
+    headers: [["ID"], ["Protocol"], ["User"], ["Client ID", "opt"], ["Address"], ["Connected", "opt"], ["Sessions", "num opt"], ["Consumers", "num"], [""]],
+    row: (c, refresh) =>
+      h(
+        "tr",
+        { "data-id": c.id },
+        cell(c.id, "mono"),
+        cell(c.protocol),
+        cell(c.user || "anonymous"),
+        cell(c.client_id || "", "opt"),
+        cell(c.address, "mono"),
+        cell(fmtTime(c.connected_at), "opt"),
+        cell(fmtCount(c.sessions), "num opt"),
+        cell(fmtCount(c.consumers), "num"),
+        h(
+          "td",
+          {},
+          confirmButton("Close", { class: "danger small" }, `Close connection ${c.id} (${c.user || "anonymous"} from ${c.address})?`, async () => {
             await api("DELETE", `/api/connections/${encodeURIComponent(c.id)}`);
             notice(`Closed connection ${c.id}`);
-            await this.tick();
-          });
-        });
-        return h(
-          "tr",
-          { "data-id": c.id },
-          cell(c.id, "mono"),
-          cell(c.protocol),
-          cell(c.user || "anonymous"),
-          cell(c.client_id || "", "opt"),
-          cell(c.address, "mono"),
-          cell(fmtTime(c.connected_at), "opt"),
-          cell(fmtCount(c.sessions), "num opt"),
-          cell(fmtCount(c.consumers), "num"),
-          h("td", {}, close)
-        );
-      });
-      const headers = [["ID"], ["Protocol"], ["User"], ["Client ID", "opt"], ["Address"], ["Connected", "opt"], ["Sessions", "num opt"], ["Consumers", "num"], [""]];
-      this.box.replaceChildren(table(headers, rows, "No client is connected."));
-    },
-  };
+            await refresh();
+          })
+        )
+      ),
+  });
 
-  // ---------------------------------------------------------------- view: subscriptions
-
-  const subscriptionsView = {
+  const subscriptionsView = listView({
     page: "subscriptions",
-
-    mount(root) {
-      this.box = h("div", { id: "subscriptions" }, h("p", { class: "hint" }, "Loading…"));
-      root.append(h("h1", {}, "Subscriptions"), h("section", { class: "card" }, this.box));
-      return this.tick();
-    },
-
-    async tick() {
-      const list = await api("GET", "/api/subscriptions");
-      if (current !== this) return;
-      const rows = list.map((sub) => {
-        let action = "";
-        if (sub.durable) {
-          action = h("button", { type: "button", class: "danger small" }, "Delete");
-          action.addEventListener("click", () => {
-            if (!window.confirm(`Delete the durable subscription ${sub.name} on ${sub.topic} and its ${sub.depth} message(s)?`)) return;
-            act(action, async () => {
-              await api("DELETE", `/api/subscriptions/${encodeURIComponent(sub.id)}`);
-              notice(`Deleted subscription ${sub.name}`);
-              await this.tick();
-            });
-          });
-        }
-        return h(
-          "tr",
-          { "data-id": sub.id },
-          cell(sub.topic),
-          cell(sub.name || "", "mono"),
-          cell(sub.client_id || "", "opt"),
-          cell(sub.durable ? "durable" : "non-durable"),
-          cell(sub.shared ? "yes" : "", "opt"),
-          cell(sub.selector || "", "mono opt"),
-          cell(fmtCount(sub.consumers), "num"),
-          cell(fmtCount(sub.depth), "num"),
-          h("td", {}, action)
-        );
-      });
-      const headers = [["Topic"], ["Name"], ["Client ID", "opt"], ["Kind"], ["Shared", "opt"], ["Selector", "opt"], ["Consumers", "num"], ["Depth", "num"], [""]];
-      this.box.replaceChildren(table(headers, rows, "No subscriptions."));
-    },
-  };
+    title: "Subscriptions",
+    path: "/api/subscriptions",
+    empty: "No subscriptions.",
+    headers: [["Topic"], ["Name"], ["Client ID", "opt"], ["Kind"], ["Shared", "opt"], ["Selector", "opt"], ["Consumers", "num"], ["Depth", "num"], [""]],
+    row: (sub, refresh) =>
+      h(
+        "tr",
+        { "data-id": sub.id },
+        cell(sub.topic),
+        cell(sub.name || "", "mono"),
+        cell(sub.client_id || "", "opt"),
+        cell(sub.durable ? "durable" : "non-durable"),
+        cell(sub.shared ? "yes" : "", "opt"),
+        cell(sub.selector || "", "mono opt"),
+        cell(fmtCount(sub.consumers), "num"),
+        cell(fmtCount(sub.depth), "num"),
+        h(
+          "td",
+          {},
+          // Only a durable subscription outlives its consumer, so only it can be deleted.
+          sub.durable
+            ? confirmButton("Delete", { class: "danger small" }, `Delete the durable subscription ${sub.name} on ${sub.topic} and its ${sub.depth} message(s)?`, async () => {
+                await api("DELETE", `/api/subscriptions/${encodeURIComponent(sub.id)}`);
+                notice(`Deleted subscription ${sub.name}`);
+                await refresh();
+              })
+            : null
+        )
+      ),
+  });
 
   // ---------------------------------------------------------------- routing and polling
 
