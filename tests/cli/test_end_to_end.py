@@ -21,17 +21,9 @@ def _ternmq(*argv: str, timeout: float = 30) -> subprocess.CompletedProcess[str]
 
 def test_send_and_receive_through_a_served_broker(tmp_path: pathlib.Path) -> None:
     log = (tmp_path / "server.log").open("w")  # a file, so that a chatty server never blocks
+    argv = [*PYTHON, "serve", "--port", "0", "--http-port", "-1"]  # no HTTP listener
     server = subprocess.Popen(
-        [
-            *PYTHON,
-            "serve",
-            "--port",
-            "0",
-            "--http-port",
-            "-1",
-            "--data-dir",
-            str(tmp_path / "data"),
-        ],
+        [*argv, "--data-dir", str(tmp_path / "data")],
         stdout=subprocess.PIPE,
         stderr=log,
         text=True,

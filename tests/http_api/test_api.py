@@ -12,7 +12,7 @@ from ternmq.broker.config import BrokerConfig, DestinationPolicy
 from ternmq.server.config import HttpConfig, Limits, UserConfig
 from ternmq.server.security import hash_password
 
-from ._client import q, t
+from ._client import Http, q, t
 from .conftest import Start, factory
 
 
@@ -28,6 +28,14 @@ def _send(st, dest, *texts, **props) -> None:  # type: ignore[no-untyped-def]
             p.send(m)
     finally:
         conn.close()
+
+
+def _wait_no_connections(http: Http) -> None:
+    """Wait (5 s at most) until the server lists no connection; fail otherwise."""
+    deadline = time.monotonic() + 5
+    while http.get("/api/connections").json() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert http.get("/api/connections").json() == []
 
 
 def test_health_overview_and_destinations(start: Start) -> None:
@@ -99,10 +107,7 @@ def test_delete_with_consumers_needs_force_which_closes_them(start: Start) -> No
         assert len(http.get("/api/connections").json()) == 1
         assert http.delete(q("busy") + "?force=true").status == 204
         assert http.get(q("busy")).status == 404
-        deadline = time.monotonic() + 5
-        while http.get("/api/connections").json() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert http.get("/api/connections").json() == []
+        _wait_no_connections(http)
     finally:
         conn.close()
 
@@ -159,6 +164,7 @@ def test_one_message_its_deletion_and_a_send(start: Start) -> None:
     assert r2.status == 201
     detail = http.get(q("s") + f"/messages/{mid}").json()
     assert detail["id"] == mid and detail["destination"] == "queue://s"
+    assert detail["state"] == "ready"
     assert detail["body_type"] == "text" and detail["body"] == "hello"
     assert detail["properties"] == {"n": 5, "ok": True, "who": "ops"}
     h = detail["headers"]
@@ -198,6 +204,15 @@ def test_send_refuses_bad_input(start: Start) -> None:
         assert r.status == 400, (body, r)
         assert r.json()["error"]
     assert http.post(q("nope") + "/messages", {"body": "x"}).status == 404
+
+
+def test_a_send_to_a_full_queue_is_503(start: Start) -> None:
+    tiny = DestinationPolicy(max_bytes=200, full_policy="fail")
+    _, http = start(broker=BrokerConfig(policies={"queue://tiny": tiny}))
+    http.post("/api/destinations", {"name": "queue://tiny"})
+    r = http.post(q("tiny") + "/messages", {"body": "x" * 300})
+    assert r.status == 503 and "full" in r.json()["error"]
+    assert http.get(q("tiny")).json()["depth"] == 0
 
 
 def test_move_dead_letters_back_and_they_are_consumed(start: Start) -> None:
@@ -254,10 +269,7 @@ def test_connections_list_and_close(start: Start) -> None:
         assert info["connected_at"] <= time.time()
         assert http.delete("/api/connections/ID:999").status == 404
         assert http.delete(f"/api/connections/{info['id']}").status == 204
-        deadline = time.monotonic() + 5
-        while http.get("/api/connections").json() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert http.get("/api/connections").json() == []
+        _wait_no_connections(http)
     finally:
         conn.close()
 
@@ -386,8 +398,16 @@ def test_changes_are_durable_across_a_restart(start: Start, tmp_path: pathlib.Pa
     assert http.post(q("d") + "/move", {"to": "queue://elsewhere", "selector": "go"}).json() == {
         "moved": 1
     }
+    http.post("/api/destinations", {"name": "queue://gone"})
+    http.post(q("gone") + "/messages", {"body": "with its queue"})
+    http.post("/api/destinations", {"name": "queue://purged"})
+    http.post(q("purged") + "/messages", {"body": "purged"})
+    assert http.delete(q("gone")).status == 204
+    assert http.post(q("purged") + "/purge").json() == {"purged": 1}
     st.stop()
     _, http2 = start(data_dir=data)
+    assert http2.get(q("gone")).status == 404
+    assert http2.get(q("purged")).status == 404  # nothing of it survived: not recovered
     d = http2.get(q("d") + "/messages").json()["messages"]
     assert [m["preview"] for m in d] == ["keep"]
     e = http2.get(q("elsewhere") + "/messages").json()["messages"]
@@ -420,3 +440,48 @@ def test_connections_past_max_connections_are_closed(start: Start) -> None:
         except OSError:
             time.sleep(0.05)
     assert http.get("/api/health").status == 200  # room again once they are gone
+
+
+def test_route_setups_add_routes_and_public_paths(start: Start) -> None:
+    """Another module adds its routes (a WebSocket gateway would); a path it declares public
+    skips HTTP Basic, every other one still needs credentials."""
+    from aiohttp import web
+
+    from ternmq.server.http import ROUTE_SETUPS, add_routes, json_response
+
+    def setup(app: web.Application, frontend: object) -> None:
+        async def ping(request: web.Request) -> web.StreamResponse:
+            return json_response({"pong": True})
+
+        app.router.add_get("/extra/ping", ping)
+        app.router.add_get("/extra-private/ping", ping)
+        frontend.auth.add_public("/extra/")  # type: ignore[attr-defined]
+
+    add_routes(setup)
+    try:
+        _, anon = _secured(start)
+    finally:
+        ROUTE_SETUPS.remove(setup)
+    assert anon.get("/extra/ping").json() == {"pong": True}
+    assert anon.get("/extra-private/ping").status == 401
+    assert anon.as_user("ops", "ops-pw").get("/extra-private/ping").status == 200
+
+
+def test_console_files(start: Start, tmp_path: pathlib.Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from ternmq.server.http import console
+
+    site = tmp_path / "console"
+    site.mkdir()
+    (site / "index.html").write_text("<h1>ternmq</h1>", encoding="utf-8")
+    (site / "app.js").write_text("console.log(1)", encoding="utf-8")
+    (tmp_path / "secret.txt").write_text("no", encoding="utf-8")
+    monkeypatch.setattr(console, "CONSOLE_DIR", site)
+    _, anon = _secured(start)  # the console's files need no credentials
+    assert anon.get("/").body == b"<h1>ternmq</h1>"
+    assert anon.get("/console/app.js").body == b"console.log(1)"
+    assert anon.get("/console/missing.js").status == 404
+    assert anon.get("/console/%2e%2e/secret.txt").status in (403, 404)
+    monkeypatch.setattr(console, "CONSOLE_DIR", tmp_path / "absent")
+    _, bare = start()
+    r = bare.get("/")
+    assert r.status == 404 and "not installed" in r.json()["error"]

@@ -43,6 +43,7 @@ from ternmq.errors import (
     IllegalStateException,
     InvalidDestinationException,
     JMSException,
+    TransactionRolledBackException,
 )
 from ternmq.message import Message
 from ternmq.message.codec import decode_message, encode_message
@@ -331,7 +332,11 @@ def send(broker: Broker, user: str | None, dest: Destination, msg: Message) -> s
     )
     operator = _operator(broker, user)
     broker.check_send(operator, req)
-    broker.publish_all(operator, [(dest, req)], "the message was not sent")
+    try:
+        broker.publish_all(operator, [(dest, req)], "the message was not sent")
+    except TransactionRolledBackException as exc:
+        cause = exc.__cause__
+        raise cause if isinstance(cause, JMSException) else exc from None
     return msg._message_id
 
 

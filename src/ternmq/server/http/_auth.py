@@ -73,10 +73,17 @@ class Gate:
         self.config = config
         self._key = os.urandom(32)
         self._cache: dict[tuple[str, bytes], float] = {}  # -> monotonic expiry
+        self._public: tuple[str, ...] = PUBLIC_PREFIXES
+
+    def add_public(self, prefix: str) -> None:
+        """Serve paths starting with ``prefix`` without HTTP credentials: for a route that
+        authenticates in its own protocol (STOMP over WebSocket checks CONNECT's login)."""
+        if prefix not in self._public:
+            self._public = (*self._public, prefix)
 
     def is_public(self, path: str) -> bool:
         """Whether ``path`` is served without credentials."""
-        if path in PUBLIC_EXACT or path.startswith(PUBLIC_PREFIXES):
+        if path in PUBLIC_EXACT or path.startswith(self._public):
             return True
         return path == "/metrics" and not self.config.metrics_auth
 

@@ -129,6 +129,9 @@ class HttpFrontend:
             elif exc.status == 405:
                 message = f"{request.method} is not allowed on {request.path}"
             return error_response(exc.status, message, _extra_headers(exc.headers))
+        except Exception as exc:  # a bug: logged with its traceback, answered in the API's shape
+            log.exception("internal error handling %s %s", request.method, request.path)
+            return error_response(500, f"internal error ({type(exc).__name__}): see the log")
 
 
 def _extra_headers(headers: Mapping[str, str]) -> dict[str, str]:

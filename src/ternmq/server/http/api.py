@@ -34,7 +34,7 @@ from aiohttp import web
 
 from ternmq._version import __version__
 from ternmq.broker import admin
-from ternmq.broker._queue import Entry
+from ternmq.broker._queue import INFLIGHT, READY, SCHEDULED, Entry
 from ternmq.broker.engine import Broker
 from ternmq.destination import Destination
 from ternmq.errors import (
@@ -61,6 +61,7 @@ RATE_WINDOW: Final = 10.0  # seconds of overview samples kept for the rates
 PREVIEW_CHARS: Final = 120  # characters of a body shown in a browse summary
 DEFAULT_PAGE: Final = 50
 KINDS: Final = ("queue", "topic")
+_STATES: Final = {READY: "ready", INFLIGHT: "in_flight", SCHEDULED: "scheduled"}
 
 
 def _status(exc: JMSException) -> int:
@@ -171,7 +172,7 @@ def _detail(dest: Destination, e: Entry, msg: Message) -> dict[str, object]:
     return {
         "id": admin.message_id(e, msg),
         "destination": str(dest),
-        "state": "in_flight" if e.consumer is not None else "held",
+        "state": _STATES.get(e.state, "gone"),
         "size": e.stored.size,
         "headers": headers,
         "properties": props,
