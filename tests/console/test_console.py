@@ -126,6 +126,7 @@ def test_a_dead_letter_is_browsed_moved_back_and_consumed(
     # One message: its page offers to send it back where it came from.
     page.locator("#messages tr[data-id]", has_text="order 18 failed").click()
     expect(page.locator("#message-body")).to_have_text("order 18 failed")
+    expect(page.locator("#message-state")).to_have_text("ready")
     page.click("#message-move-back")
     expect(page.locator("#notice")).to_have_text(f"Moved 1 message(s) to queue://{work}")
     expect(page.locator("#messages tr[data-id]")).to_have_count(1)
@@ -310,6 +311,10 @@ def test_an_anonymous_broker_opens_without_login(
     expect(page.locator("#who")).to_have_text("anonymous")
     expect(page.locator("#logout")).to_be_hidden()
     row = page.locator('#destinations tr[data-name="queue://open"]')
+    expect(row.locator("td.depth")).to_have_text("1")
+    # A broker gone away is said in the header; the page stays as it was.
+    anonymous_server.process.kill()
+    expect(page.locator("#status")).to_have_text("broker unreachable")
     expect(row.locator("td.depth")).to_have_text("1")
 
 

@@ -705,7 +705,7 @@
           h(
             "article",
             { class: "message", "aria-label": `Message ${id}` },
-            h("div", { class: "toolbar" }, h("h3", { class: "mono" }, m.id), back, del, close),
+            h("div", { class: "toolbar" }, h("h3", { class: "mono" }, m.id), m.state ? h("span", { class: "badge", id: "message-state" }, m.state.replace("_", " ")) : null, back, del, close),
             h("div", { class: "kv" },
               h("div", {}, h("h4", {}, "Headers"), h("table", { class: "pairs", id: "message-headers" }, h("tbody", {}, pairs(m.headers, fmtHeader)))),
               h("div", {}, h("h4", {}, "Properties"), h("table", { class: "pairs", id: "message-properties" }, h("tbody", {}, pairs(m.properties))))
