@@ -100,6 +100,20 @@ def test_a_queues_depth_and_rate_follow_sends(
     expect(row.locator("td.depth")).to_have_text("30")
     expect(page.locator("#ov-messages")).not_to_have_text("0")
     shot(page, "destinations")
+    # The queue's 30 messages, a page of 25 at a time, in the order consumers get them.
+    row.locator("a").click()
+    rows = page.locator("#messages tr[data-id]")
+    expect(rows).to_have_count(25)
+    expect(page.locator("#page-range")).to_have_text("1–25")
+    expect(rows.first.locator("td.preview")).to_have_text("m2-0")  # 11 were taken
+    expect(page.locator("#page-prev")).to_be_disabled()
+    page.click("#page-next")
+    expect(rows).to_have_count(5)
+    expect(page.locator("#page-range")).to_have_text("26–30")
+    expect(rows.last.locator("td.preview")).to_have_text("m7-4")
+    expect(page.locator("#page-next")).to_be_disabled()
+    page.click("#page-prev")
+    expect(page.locator("#page-range")).to_have_text("1–25")
 
 
 def test_a_dead_letter_is_browsed_moved_back_and_consumed(
