@@ -78,19 +78,25 @@ def test_a_queues_depth_and_rate_follow_sends(
     login(page, server)
     row = page.locator(f'#destinations tr[data-name="{name}"]')
     expect(row.locator("td.depth")).to_have_text("1")
-    # Sends spread over a few polls: the depth follows, the in-rate shows them.
+    # Sends spread over a few polls: the depth follows, the in-rate shows them meanwhile.
+    shown = []
     for i in range(8):
         _send(server, "console.depth", *(f"m{i}-{j}" for j in range(5)))
         time.sleep(0.5)
+        shown.append(row.locator("td.rate-in").text_content() or "")
     expect(row.locator("td.depth")).to_have_text("41")
+    assert any(text not in ("", "–") and float(text) > 0 for text in shown), shown
+    # ... and so does the chart: some point of the "in" line above its zero line.
     page.wait_for_function(
-        """name => {
-            const cell = document.querySelector(`#destinations tr[data-name="${name}"] td.rate-in`);
-            return cell !== null && Number(cell.textContent) > 0;
-        }""",
-        arg=name,
+        """() => {
+            const line = document.querySelector("#total-chart svg.chart polyline.in");
+            const zero = document.querySelector("#total-chart svg.chart line.grid");
+            if (line === null || zero === null) return false;
+            const y0 = Number(zero.getAttribute("y1"));
+            const ys = line.getAttribute("points").split(" ").map(p => Number(p.split(",")[1]));
+            return ys.some(y => y < y0 - 1);
+        }"""
     )
-    expect(page.locator("#total-chart svg.chart polyline.in")).to_have_count(1)
     # Messages taken leave the depth.
     with server.factory().create_connection() as conn:
         conn.start()
