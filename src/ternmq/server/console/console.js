@@ -568,6 +568,7 @@
         const purge = confirmButton("Purge", { id: "purge" }, `Remove every message of ${name}? This cannot be undone.`, async () => {
           const r = await api("POST", `${path}/purge`);
           notice(`Purged ${fmtCount(r && r.purged)} message(s) from ${name}`);
+          this.closeDetail();
           await this.afterChange();
         });
         const del = confirmButton("Delete destination", { id: "delete-destination" }, `Delete ${name} and every message it holds?`, async () => {
@@ -622,6 +623,12 @@
           return;
         }
         if (view !== current) return;
+        if (!page.messages.length && this.offset > 0) {
+          // The messages of this page went (consumed, moved, deleted): show the last page.
+          this.offset = Math.max(0, this.offset - PAGE_SIZE);
+          await this.load();
+          return;
+        }
         const rows = page.messages.map((m) =>
           h(
             "tr",
@@ -677,22 +684,21 @@
         const del = confirmButton("Delete message", { id: "message-delete" }, `Delete message ${id}?`, async () => {
           await api("DELETE", `${path}/messages/${encodeURIComponent(id)}`);
           notice(`Deleted ${id}`);
-          this.detail.replaceChildren();
-          this.selected = null;
+          this.closeDetail();
           await this.afterChange();
         });
-        const close = h("button", { type: "button", class: "ghost", onclick: () => { this.detail.replaceChildren(); this.selected = null; } }, "Close");
-        // A dead letter names the queue it came from: offer to send this one back there.
+        const close = h("button", { type: "button", class: "ghost", onclick: () => this.closeDetail() }, "Close");
+        // A dead letter names the queue it came from: offer to send this one back there
+        // (picked by its JMSMessageID: a message sent without one has none to select by).
         const origin = (m.properties || {}).JMS_TernMQ_OriginalDestination;
         let back = null;
-        if (typeof origin === "string" && origin && origin !== name) {
+        if (typeof origin === "string" && origin && origin !== name && id.startsWith("ID:")) {
           back = h("button", { type: "button", id: "message-move-back" }, `Move back to ${origin}`);
           back.addEventListener("click", () => {
             act(back, async () => {
               const r = await api("POST", `${path}/move`, { to: origin, selector: `JMSMessageID = ${sqlString(id)}` });
               notice(`Moved ${fmtCount(r && r.moved)} message(s) to ${origin}`);
-              this.detail.replaceChildren();
-              this.selected = null;
+              this.closeDetail();
               await this.afterChange();
             });
           });
@@ -730,6 +736,7 @@
             act(button, async () => {
               const r = await api("POST", `${path}/move`, body);
               notice(`Moved ${fmtCount(r && r.moved)} message(s) to ${body.to}`);
+              this.closeDetail();
               await this.afterChange();
             });
           },
@@ -800,6 +807,11 @@
           button
         );
         return h("section", { class: "card" }, h("h2", {}, "Send a message"), sendForm);
+      },
+
+      closeDetail() {
+        if (this.detail) this.detail.replaceChildren();
+        this.selected = null;
       },
 
       async afterChange() {
