@@ -380,3 +380,49 @@ def _no_sideways_scroll(page: Page) -> bool:
             "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
         )
     )
+
+
+def test_each_body_type_is_shown_as_what_it_is(page: Page, server: ConsoleServer) -> None:
+    queue = Queue("console.bodies")
+    with server.factory().create_connection() as conn:
+        session = conn.create_session()
+        producer = session.create_producer(queue)
+        raw = session.create_bytes_message()
+        raw.write_bytes(bytes(range(20)) + b"<b>")
+        producer.send(raw)
+        mapped = session.create_map_message()
+        mapped.set_string("<script>alert(1)</script>", "x")
+        mapped.set_int("amount", 640)
+        producer.send(mapped)
+        stream = session.create_stream_message()
+        stream.write_string("first")
+        stream.write_int(2)
+        producer.send(stream)
+        producer.send(session.create_message())
+    login(page, server)
+    page.goto(f"{server.http}#/destinations/queue/console.bodies")
+    rows = page.locator("#messages tr[data-id]")
+    expect(rows).to_have_count(4)
+    body = page.locator("#message-body")
+
+    rows.nth(0).click()
+    expect(page.locator("#message-detail h4", has_text="Body")).to_have_text("Body (bytes)")
+    expect(body).to_contain_text("23 bytes")
+    expect(body).to_contain_text("00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f")
+    expect(body).to_contain_text("10 11 12 13 3c 62 3e")
+    expect(body).to_contain_text("<b>")  # as text, not as markup
+
+    rows.nth(1).click()
+    expect(page.locator("#message-detail h4", has_text="Body")).to_have_text("Body (map)")
+    expect(body.locator("tr", has_text="amount")).to_contain_text("640")
+    expect(body.locator("th", has_text="<script>")).to_have_count(1)
+    assert page.locator("#message-body script").count() == 0
+
+    rows.nth(2).click()
+    expect(page.locator("#message-detail h4", has_text="Body")).to_have_text("Body (stream)")
+    expect(body).to_contain_text('"first"')
+    expect(body).to_contain_text("2")
+
+    rows.nth(3).click()
+    expect(page.locator("#message-detail h4", has_text="Body")).to_have_text("Body (none)")
+    expect(page.locator("#message-detail p.hint")).to_have_text("(no body)")
