@@ -371,6 +371,7 @@ def test_the_console_fits_a_phone(page: Page, server: ConsoleServer, shot: Shot)
     page.locator("#messages tr[data-id]").click()
     expect(page.locator("#message-body")).to_have_text("small screen")
     assert _no_sideways_scroll(page)
+    shot(page, "phone-message")
 
 
 def _no_sideways_scroll(page: Page) -> bool:
