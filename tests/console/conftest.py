@@ -136,11 +136,16 @@ def browser(
 
 @pytest.fixture
 def page(browser: BrowserContext) -> Iterator[Page]:
-    """A new tab (its own session storage: logged out); fails the test on a script error."""
+    """A new tab (its own session storage: logged out); fails the test on a script error or
+    on anything the page's Content-Security-Policy refused."""
     tab = browser.new_page()
     tab.set_viewport_size(LAPTOP)
     errors: list[str] = []
     tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    tab.on(
+        "console",
+        lambda msg: errors.append(msg.text) if "Content Security Policy" in msg.text else None,
+    )
     try:
         yield tab
     finally:
