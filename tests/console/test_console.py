@@ -5,6 +5,7 @@ anonymous access, and the phone layout."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -366,6 +367,12 @@ def test_the_console_fits_a_phone(page: Page, server: ConsoleServer, shot: Shot)
     expect(row.locator("td.opt").first).to_be_hidden()
     assert _no_sideways_scroll(page)
     shot(page, "phone")
+    # The chart is drawn at the width of its box, and redrawn when the screen turns.
+    chart = page.locator("#total-chart svg.chart")
+    expect(chart).to_have_attribute("viewBox", re.compile(r"^0 0 3\d\d 180$"))
+    page.set_viewport_size({"width": 844, "height": 390})
+    expect(chart).to_have_attribute("viewBox", re.compile(r"^0 0 (7\d\d|8[0-4]\d) 180$"))
+    page.set_viewport_size({"width": 390, "height": 844})
     row.locator("a").click()
     expect(page.locator("#messages tr[data-id]")).to_have_count(1)
     page.locator("#messages tr[data-id]").click()

@@ -1088,6 +1088,12 @@
     $("logout").addEventListener("click", logout);
     $("error-close").addEventListener("click", clearError);
     window.addEventListener("hashchange", show);
+    let resizing = 0;
+    window.addEventListener("resize", () => {
+      // Charts are drawn at their box's width: redraw once per frame while it changes.
+      cancelAnimationFrame(resizing);
+      resizing = requestAnimationFrame(() => current && current.render && current.render());
+    });
     document.addEventListener("visibilitychange", () => {
       if (!document.hidden && loggedIn) poll();
     });
