@@ -40,6 +40,7 @@ LAPTOP = {"width": 1280, "height": 860}
 
 ADMIN = ("ops", "ops-console-password")  # admin on everything
 APP = ("app", "app-console-password")  # may send and consume, not administer
+PARTIAL = ("clerk", "clerk-console-password")  # administers queue://console.orders.> only
 MAX_DELIVERY_ATTEMPTS = 2
 
 # The browser tests' mark: skipped, saying why, where Chromium is not installed.
@@ -62,9 +63,11 @@ def _config(users: bool) -> str:
         f"{broker}"
         f'[users.{ADMIN[0]}]\npassword = "{hash_password(ADMIN[1])}"\nroles = ["admins"]\n'
         f'[users.{APP[0]}]\npassword = "{hash_password(APP[1])}"\nroles = ["apps"]\n'
+        f'[users.{PARTIAL[0]}]\npassword = "{hash_password(PARTIAL[1])}"\nroles = []\n'
         '[permissions."role:admins"]\nadmin = [">"]\n'
         '[permissions."role:apps"]\nsend = [">"]\nconsume = [">"]\nbrowse = [">"]\n'
         'create = [">"]\n'
+        f'[permissions.{PARTIAL[0]}]\nadmin = ["queue://console.orders.>"]\n'
     )
 
 
@@ -90,7 +93,8 @@ def _start(tmp: pathlib.Path, users: bool) -> ConsoleServer:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleServer]:
-    """A server with users: ``ops`` (admin) and ``app`` (no admin); anonymous refused."""
+    """A server with users: ``ops`` (admin), ``app`` (no admin) and ``clerk`` (admin on
+    ``queue://console.orders.>``); anonymous refused."""
     s = _start(tmp_path_factory.mktemp("console-server"), users=True)
     try:
         yield s

@@ -17,6 +17,7 @@ from .conftest import (
     ADMIN,
     APP,
     MAX_DELIVERY_ATTEMPTS,
+    PARTIAL,
     ConsoleServer,
     Shot,
     login,
@@ -434,3 +435,22 @@ def test_each_body_type_is_shown_as_what_it_is(page: Page, server: ConsoleServer
     rows.nth(3).click()
     expect(page.locator("#message-detail h4", has_text="Body")).to_have_text("Body (none)")
     expect(page.locator("#message-detail p.hint")).to_have_text("(no body)")
+
+
+def test_a_user_who_administers_some_queues_sees_those_only(
+    page: Page, server: ConsoleServer
+) -> None:
+    page.goto(server.http)
+    page.fill("#login-user", PARTIAL[0])
+    page.fill("#login-password", PARTIAL[1])
+    page.click("#login-submit")  # none of its queues exists yet: nothing to see
+    expect(page.locator("#login-error")).to_contain_text("may not administer any destination")
+    _send(server, "console.orders.eu", "an order")
+    _send(server, "console.other", "not the clerk's")
+    page.click("#login-submit")
+    expect(page.locator("#who")).to_have_text(f"as {PARTIAL[0]}")
+    expect(page.locator("#destinations tr[data-name]")).to_have_count(1)
+    expect(page.locator('#destinations tr[data-name="queue://console.orders.eu"]')).to_have_count(1)
+    # The connections need admin on every destination: the API's refusal is shown as it is.
+    page.click("#nav a[data-page=connections]")
+    expect(page.locator("#error-text")).to_contain_text("(HTTP 403)")
