@@ -454,3 +454,4 @@ def test_a_user_who_administers_some_queues_sees_those_only(
     # The connections need admin on every destination: the API's refusal is shown as it is.
     page.click("#nav a[data-page=connections]")
     expect(page.locator("#error-text")).to_contain_text("(HTTP 403)")
+    expect(page.locator("#connections p.hint")).to_contain_text("could not be shown")

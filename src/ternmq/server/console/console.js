@@ -871,7 +871,13 @@
       },
 
       async tick() {
-        const list = await api("GET", path);
+        let list;
+        try {
+          list = await api("GET", path);
+        } catch (e) {
+          if (current === this) this.box.replaceChildren(h("p", { class: "hint" }, "This list could not be shown (see the error above)."));
+          throw e;
+        }
         if (current !== this) return;
         this.box.replaceChildren(table(headers, list.map((item) => row(item, () => this.tick())), empty));
       },
