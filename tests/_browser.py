@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import os
 import pathlib
-from collections.abc import Iterator
-from contextlib import contextmanager
+from typing import Any
 
 import pytest
-from playwright.sync_api import BrowserContext, sync_playwright
+from playwright.sync_api import BrowserContext, Playwright
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -34,19 +33,10 @@ needs_chromium = pytest.mark.skipif(
 )
 
 
-@contextmanager
-def chromium(profile: pathlib.Path, **options: object) -> Iterator[BrowserContext]:
+def launch(pw: Playwright, profile: pathlib.Path, **options: Any) -> BrowserContext:
     """Debian's Chromium, headless, with the profile directory ``profile``; ``options`` go to
-    Playwright's ``launch_persistent_context`` (a viewport, say)."""
-    with sync_playwright() as pw:
-        ctx = pw.chromium.launch_persistent_context(
-            str(profile),
-            executable_path=CHROMIUM,
-            args=CHROMIUM_ARGS,
-            headless=True,
-            **options,  # type: ignore[arg-type]
-        )
-        try:
-            yield ctx
-        finally:
-            ctx.close()
+    Playwright's ``launch_persistent_context`` (a viewport, say). ``pw`` is the test
+    session's Playwright (the ``playwright`` fixture: one per thread)."""
+    return pw.chromium.launch_persistent_context(
+        str(profile), executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True, **options
+    )

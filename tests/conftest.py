@@ -6,6 +6,7 @@ import os
 import pathlib
 import subprocess
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -50,3 +51,13 @@ def small_volume(tmp_path: pathlib.Path) -> Iterator[Callable[[str], pathlib.Pat
     finally:
         for mnt in mounted:
             subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.fixture(scope="session")
+def playwright() -> Iterator[Any]:
+    """Playwright for Python, once per test session (its sync API allows one per thread):
+    the browser tests launch Debian's Chromium through it (``_browser.launch``)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        yield pw

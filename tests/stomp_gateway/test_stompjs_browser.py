@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Page, Playwright
 
-from _browser import chromium, needs_chromium
+from _browser import launch, needs_chromium
 from server._support import ServerProcess
 from ternmq import BytesMessage, ConnectionFactory, Queue, TextMessage
 from ternmq.message import DeliveryMode
@@ -97,9 +97,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 
 @pytest.fixture(scope="module")
-def page(server: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
-    """A blank tab with the stompjs bundle loaded and a client connected to ``/stomp``."""
-    with chromium(tmp_path_factory.mktemp("chromium-profile")) as browser:
+def page(
+    server: ServerProcess, playwright: Playwright, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Page]:
+    """A tab with the stompjs bundle loaded and a client connected to ``/stomp``."""
+    browser = launch(playwright, tmp_path_factory.mktemp("chromium-profile"))
+    try:
         tab = browser.new_page()
         tab.set_default_timeout(WAIT_MS)
         errors: list[str] = []
@@ -114,6 +117,8 @@ def page(server: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> Ite
         yield tab
         tab.evaluate("() => window.client.deactivate()")
         assert errors == [], f"the page raised: {errors}"
+    finally:
+        browser.close()
 
 
 def _factory(server: ServerProcess) -> ConnectionFactory:
