@@ -289,3 +289,47 @@ def test_corrupted_valid_frames_give_only_the_codec_error(
             assert isinstance(command, ow.DataStructure)
     except ow.OpenWireError:
         pass
+
+
+def test_compressed_content_round_trips_within_the_limit() -> None:
+    body = ow.encode_text_body("z" * 10_000)
+    message = ow.ActiveMQTextMessage(
+        compressed=True, content=ow.compress_content(ow.ActiveMQTextMessage, body)
+    )
+    assert message.content is not None and len(message.content) < 200
+    assert ow.decode_content(message, max_size=len(body)) == body
+    with pytest.raises(ow.OpenWireError, match="inflates past 10000"):
+        ow.decode_content(message, max_size=10_000)
+    plain = ow.ActiveMQTextMessage(content=b"abc")
+    assert ow.decode_content(plain, max_size=1) == b"abc"  # not compressed: as it is
+    raw = ow.ActiveMQBytesMessage(
+        compressed=True, content=ow.compress_content(ow.ActiveMQBytesMessage, b"\x01" * 50)
+    )
+    assert raw.content is not None and raw.content[:4] == b"\x00\x00\x00\x32"
+    assert ow.decode_content(raw, max_size=50) == b"\x01" * 50
+    with pytest.raises(ow.OpenWireError, match="announces 50 octets"):
+        ow.decode_content(raw, max_size=49)
+    shorter = ow.ActiveMQBytesMessage(
+        compressed=True, content=b"\x00\x00\x00\x05" + raw.content[4:]
+    )
+    assert ow.decode_content(shorter, max_size=100) == b"\x01" * 5  # as Java reads it
+    longer = ow.ActiveMQBytesMessage(compressed=True, content=b"\x00\x00\x00\x33" + raw.content[4:])
+    with pytest.raises(ow.OpenWireError, match="of 50 octets announced 51"):
+        ow.decode_content(longer, max_size=100)
+    for content, match in ((b"not zlib", "corrupt"), (message.content[:-3], "truncated")):
+        broken = ow.ActiveMQTextMessage(compressed=True, content=content)
+        with pytest.raises(ow.OpenWireError, match=match):
+            ow.decode_content(broken, max_size=1 << 20)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200), st.booleans())
+def test_arbitrary_compressed_content_gives_only_the_codec_error(
+    data: bytes, as_bytes: bool
+) -> None:
+    cls = ow.ActiveMQBytesMessage if as_bytes else ow.ActiveMQTextMessage
+    try:
+        body = ow.decode_content(cls(compressed=True, content=data), max_size=4096)
+    except ow.OpenWireError:
+        return
+    assert body is not None and len(body) <= 4096

@@ -38,6 +38,9 @@ decode them: :func:`encode_primitive_map` / :func:`decode_primitive_map` for the
 property map (and a MapMessage body), :func:`encode_primitive_stream` /
 :func:`decode_primitive_stream` for a StreamMessage body, :func:`encode_text_body` /
 :func:`decode_text_body` for a TextMessage body (an int length and modified UTF-8).
+A message with ``compressed`` set (the client's ``useCompression``) carries its body
+deflated: :func:`decode_content` inflates it, never past a size limit, and
+:func:`compress_content` deflates a body the same way.
 Each typed value is a :class:`Primitive`: its OpenWire type tag and its Python value, so
 ``short`` 5 and ``int`` 5 stay distinct and re-encode to the same bytes.
 
@@ -50,6 +53,7 @@ import dataclasses
 import enum
 import re
 import struct
+import zlib
 from collections.abc import Callable, Iterable
 from typing import ClassVar, Final
 
@@ -68,6 +72,8 @@ __all__ = [
     "PType",
     "Primitive",
     "StackFrame",
+    "compress_content",
+    "decode_content",
     "decode_frame",
     "decode_primitive_stream",
     "decode_primitive_map",
@@ -1670,3 +1676,58 @@ def decode_text_body(data: bytes) -> str | None:
 def _check_end(reader: _Reader, what: str) -> None:
     if reader.pos != len(reader.data):
         raise OpenWireError(f"{len(reader.data) - reader.pos} octets left over after {what}")
+
+
+# --- Compressed bodies (the client's useCompression) ---------------------------------------
+
+_LENGTH_PREFIXED: Final = frozenset({ActiveMQBytesMessage.TYPE})
+
+
+def decode_content(message: Message, max_size: int) -> bytes | None:
+    """The body octets of ``message``: its ``content``, inflated when ``compressed`` is set.
+
+    A compressed BytesMessage holds the inflated length as an int, then a zlib stream whose
+    first that many octets are the body; every other body type is a bare zlib stream (Java's
+    ``DeflaterOutputStream``). Inflating stops at ``max_size`` octets, so a small hostile
+    body cannot become a large one. Raises :class:`OpenWireError` for a corrupt or truncated
+    stream, a stream shorter than its announced length, or a body over ``max_size``.
+    """
+    content = message.content
+    if content is None or not message.compressed:
+        return content
+    expected = None
+    if message.TYPE in _LENGTH_PREFIXED:
+        reader = _Reader(content, False)
+        expected = reader.unpack(_I32, "a compressed body's length")
+        if expected < 0 or expected > max_size:
+            raise OpenWireError(
+                f"a compressed body announces {expected} octets (the limit is {max_size})"
+            )
+        content = content[4:]
+    inflater = zlib.decompressobj()
+    limit = max_size + 1 if expected is None else expected
+    try:
+        body = inflater.decompress(content, limit)
+    except zlib.error as exc:
+        raise OpenWireError(f"a corrupt compressed body: {exc}") from None
+    if expected is not None:
+        # Java's BytesMessage deflates its whole buffer, which may run past the body, and
+        # inflates just the announced length: octets after it are not part of the body.
+        if len(body) != expected:
+            raise OpenWireError(f"a compressed body of {len(body)} octets announced {expected}")
+        return body
+    if len(body) > max_size:
+        raise OpenWireError(f"a compressed body inflates past {max_size} octets")
+    if not inflater.eof:
+        raise OpenWireError("a truncated compressed body")
+    return body
+
+
+def compress_content(message_type: type[Message], body: bytes) -> bytes:
+    """``body`` deflated as the Java client does for a message of ``message_type`` (see
+    :func:`decode_content`); set ``compressed`` on the message that carries it. Never
+    raises."""
+    deflated = zlib.compress(body)
+    if message_type.TYPE in _LENGTH_PREFIXED:
+        return _I32.pack(len(body)) + deflated
+    return deflated

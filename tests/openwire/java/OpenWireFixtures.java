@@ -1,6 +1,7 @@
 // Marshals sample OpenWire commands with ActiveMQ's own OpenWireFormat (version 12, loose:
-// tight encoding and cache off) and prints one line per command: "<name> <stack> <hex>",
-// where <stack> says whether StackTraceEnabled was on. tests/openwire/test_java_fixtures.py
+// tight encoding and cache off) and prints one line per command: "<label> <stack> <hex>",
+// where <label> is the class name, perhaps followed by "/" and a variant, and <stack> says
+// whether StackTraceEnabled was on. tests/openwire/test_java_fixtures.py
 // compiles and runs this against Debian's activemq-client.jar and checks that ternmq's codec
 // decodes each frame and re-encodes it to the same octets.
 import java.util.ArrayList;
@@ -156,6 +157,17 @@ public class OpenWireFixtures {
         object.setObject(new ArrayList<>(java.util.List.of("a", "b")));
         object.storeContent();
         print("ActiveMQObjectMessage", object, false);
+
+        ActiveMQTextMessage zipped = fill(new ActiveMQTextMessage(), producer, queue);
+        zipped.setText("compressed " + "text ".repeat(200));
+        zipped.compress();
+        print("ActiveMQTextMessage/compressed", zipped, false);
+
+        ActiveMQBytesMessage zippedBytes = fill(new ActiveMQBytesMessage(), producer, queue);
+        zippedBytes.writeBytes("bytes ".repeat(200).getBytes("US-ASCII"));
+        zippedBytes.storeContent();
+        zippedBytes.compress();
+        print("ActiveMQBytesMessage/compressed", zippedBytes, false);
 
         ActiveMQMessage plain = fill(new ActiveMQMessage(), producer, queue);
         print("ActiveMQMessage", plain, false);
