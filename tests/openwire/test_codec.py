@@ -333,3 +333,49 @@ def test_arbitrary_compressed_content_gives_only_the_codec_error(
     except ow.OpenWireError:
         return
     assert body is not None and len(body) <= 4096
+
+
+def test_wire_format_round_trip_and_negotiation() -> None:
+    server = ow.WireFormat(
+        stack_trace=True, tcp_no_delay=True, max_inactivity_ms=30000, max_frame_size=1 << 20
+    )
+    info = server.to_info({"ProviderName": P(T.STRING, "ternmq")})
+    assert ow.WireFormat.from_info(info) == server
+    props = ow.decode_primitive_map(info.marshalled_properties or b"")
+    assert props is not None
+    assert props["TightEncodingEnabled"] == P(T.BOOLEAN, False)
+    assert props["MaxInactivityDuration"] == P(T.LONG, 30000)
+    assert props["ProviderName"] == P(T.STRING, "ternmq")
+    client = ow.WireFormat(
+        version=12,
+        stack_trace=True,
+        tcp_no_delay=False,
+        cache=True,
+        tight_encoding=True,
+        max_inactivity_ms=10000,
+        max_inactivity_initial_delay_ms=5000,
+        max_frame_size=1 << 30,
+        cache_size=1024,
+    )
+    both = server.negotiate(client)
+    assert both == client.negotiate(server)
+    assert both == ow.WireFormat(
+        version=12,
+        stack_trace=True,
+        max_inactivity_ms=10000,
+        max_frame_size=1 << 20,
+    )
+    assert both.write_check_ms == 3333
+    assert ow.WireFormat(max_inactivity_ms=3).write_check_ms == 3
+    assert ow.WireFormat(version=9).negotiate(server).version == 9
+    assert ow.WireFormat.from_info(ow.WireFormatInfo(version=12)) == ow.WireFormat()
+
+
+def test_wire_format_info_that_is_not_openwire_is_refused() -> None:
+    with pytest.raises(ow.OpenWireError, match="not an OpenWire peer"):
+        ow.WireFormat.from_info(ow.WireFormatInfo(magic=b"NotAMQ!!"))
+    wrong = ow.WireFormatInfo(
+        marshalled_properties=ow.encode_primitive_map({"CacheEnabled": P(T.STRING, "yes")})
+    )
+    with pytest.raises(ow.OpenWireError, match="CacheEnabled is not a BOOLEAN"):
+        ow.WireFormat.from_info(wrong)

@@ -24,8 +24,8 @@ Fixture = tuple[str, bool, bytes]
 
 
 @pytest.fixture(scope="module")
-def fixtures(tmp_path_factory: pytest.TempPathFactory) -> list[Fixture]:
-    """Compile and run the Java program; answer (class name, stack trace on, frame) lines."""
+def java_command(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Compile the Java program; answer the command line that runs it."""
     javac, java = shutil.which("javac"), shutil.which("java")
     if javac is None or java is None:
         pytest.skip("javac and java (JDK 17) are needed: apt-get install openjdk-17-jdk-headless")
@@ -42,13 +42,13 @@ def fixtures(tmp_path_factory: pytest.TempPathFactory) -> list[Fixture]:
         capture_output=True,
         timeout=300,
     )
-    run = subprocess.run(
-        [java, "-cp", f"{out}:{classpath}", "OpenWireFixtures"],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return [java, "-cp", f"{out}:{classpath}", "OpenWireFixtures"]
+
+
+@pytest.fixture(scope="module")
+def fixtures(java_command: list[str]) -> list[Fixture]:
+    """Run the Java program; answer (label, stack trace on, frame) lines."""
+    run = subprocess.run(java_command, check=True, capture_output=True, text=True, timeout=300)
     lines = []
     for line in run.stdout.splitlines():
         label, stack_trace, hex_frame = line.split()
@@ -190,3 +190,92 @@ def test_compressed_bodies(fixtures: list[Fixture]) -> None:
         compressed=True, content=ow.compress_content(ow.ActiveMQBytesMessage, b"bytes " * 200)
     )
     assert ow.decode_content(again, max_size=1 << 20) == b"bytes " * 200
+
+
+def _python_frames() -> list[tuple[bool, ow.DataStructure]]:
+    """Frames ternmq encodes, as a server would send them to the Java client."""
+    P, T = ow.Primitive, ow.PType
+    conn = ow.ConnectionId(value="ID:ternmq-1")
+    producer = ow.ProducerId(connection_id="ID:ternmq-1", session_id=1, value=1)
+    consumer = ow.ConsumerId(connection_id="ID:ternmq-1", session_id=1, value=2)
+    queue = ow.ActiveMQQueue(physical_name="orders")
+    properties = {
+        "b": P(T.BOOLEAN, True),
+        "by": P(T.BYTE, -1),
+        "c": P(T.CHAR, "\u00e9"),
+        "d": P(T.DOUBLE, 2.5),
+        "f": P(T.FLOAT, -0.5),
+        "i": P(T.INTEGER, -7),
+        "l": P(T.LONG, 1 << 50),
+        "raw": P(T.BYTE_ARRAY, b"\x01\xfe"),
+        # BMP text only: the Java client reads string properties as UTF8Buffer, which
+        # decodes standard UTF-8, so NUL and astral characters in them do not survive even
+        # between two Java clients.
+        "s": P(T.STRING, "caf\u00e9"),
+        "sh": P(T.SHORT, 12),
+    }
+    message = ow.ActiveMQTextMessage(
+        producer_id=producer,
+        destination=queue,
+        message_id=ow.MessageId(producer_id=producer, producer_sequence_id=9),
+        persistent=True,
+        priority=7,
+        timestamp=1764000000000,
+        content=ow.encode_text_body("caf\u00e9 \U0001f600 \x00"),
+        marshalled_properties=ow.encode_primitive_map(properties),
+    )
+    failure = ow.JavaThrowable(
+        "javax.jms.InvalidDestinationException",
+        "no such queue: q",
+        (ow.StackFrame("ternmq.Gateway", "send", "gateway.py", 10),),
+    )
+    wire = ow.WireFormat(stack_trace=True, max_inactivity_ms=30000, max_frame_size=1 << 20)
+    return [
+        (False, wire.to_info({"ProviderName": P(T.STRING, "ternmq")})),
+        (False, ow.BrokerInfo(broker_id=ow.BrokerId(value="ID:ternmq"), broker_name="ternmq")),
+        (False, ow.Response(correlation_id=3)),
+        (True, ow.ExceptionResponse(correlation_id=4, exception=failure)),
+        (False, ow.MessageDispatch(consumer_id=consumer, destination=queue, message=message)),
+        (False, ow.KeepAliveInfo()),
+        (False, ow.ConnectionControl(command_id=2, fault_tolerant=True)),
+        (False, ow.DestinationInfo(connection_id=conn, destination=queue, operation_type=1)),
+    ]
+
+
+def test_java_reads_what_ternmq_encodes(java_command: list[str]) -> None:
+    frames = _python_frames()
+    encoded = [(stack, ow.encode_frame(command, stack_trace=stack)) for stack, command in frames]
+    stdin = "".join(f"{'true' if stack else 'false'} {frame.hex()}\n" for stack, frame in encoded)
+    run = subprocess.run(
+        [*java_command, "echo"],
+        input=stdin,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    lines = run.stdout.splitlines()
+    assert len(lines) == len(frames)
+    details = {}
+    for (_, command), (_, frame), line in zip(frames, encoded, lines, strict=True):
+        java_class, _, java_hex, detail = line.split()
+        assert java_class == type(command).__name__
+        assert bytes.fromhex(java_hex) == frame, java_class  # Java marshals it back identically
+        details[java_class] = "" if detail == "-" else bytes.fromhex(detail).decode()
+    assert details["WireFormatInfo"] == "12|false|false|30000"
+    assert details["ExceptionResponse"] == (
+        "javax.jms.InvalidDestinationException:no such queue: q|1"
+    )
+    assert details["MessageDispatch"] == (
+        "caf\u00e9 \U0001f600 \x00|b=Boolean:true|by=Byte:-1|c=Character:\u00e9|d=Double:2.5"
+        "|f=Float:-0.5|i=Integer:-7|l=Long:1125899906842624|raw=byte[]:01fe"
+        "|s=UTF8Buffer:caf\u00e9|sh=Short:12"
+    )
+
+
+def test_wire_format_settings_from_java(fixtures: list[Fixture]) -> None:
+    info = _decode(fixtures, "WireFormatInfo")
+    assert isinstance(info, ow.WireFormatInfo)
+    java = ow.WireFormat.from_info(info)
+    assert (java.version, java.stack_trace, java.max_inactivity_ms) == (12, True, 30000)
+    assert not java.tight_encoding and not java.cache

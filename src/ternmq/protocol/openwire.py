@@ -38,9 +38,11 @@ decode them: :func:`encode_primitive_map` / :func:`decode_primitive_map` for the
 property map (and a MapMessage body), :func:`encode_primitive_stream` /
 :func:`decode_primitive_stream` for a StreamMessage body, :func:`encode_text_body` /
 :func:`decode_text_body` for a TextMessage body (an int length and modified UTF-8).
-A message with ``compressed`` set (the client's ``useCompression``) carries its body
-deflated: :func:`decode_content` inflates it, never past a size limit, and
-:func:`compress_content` deflates a body the same way.
+:class:`WireFormat` reads and writes the settings a ``WireFormatInfo`` carries in its
+property map and negotiates them as ``OpenWireFormat.renegotiateWireFormat`` and the
+inactivity monitor do. A message with ``compressed`` set (the client's ``useCompression``)
+carries its body deflated: :func:`decode_content` inflates it, never past a size limit,
+and :func:`compress_content` deflates a body the same way.
 Each typed value is a :class:`Primitive`: its OpenWire type tag and its Python value, so
 ``short`` 5 and ``int`` 5 stay distinct and re-encode to the same bytes.
 
@@ -65,6 +67,7 @@ __all__ = [
     "MAX_DEPTH",
     "TYPES",
     "VERSION",
+    "WireFormat",
     "DataStructure",
     "FrameParser",
     "JavaThrowable",
@@ -1731,3 +1734,90 @@ def compress_content(message_type: type[Message], body: bytes) -> bytes:
     if message_type.TYPE in _LENGTH_PREFIXED:
         return _I32.pack(len(body)) + deflated
     return deflated
+
+
+# --- WireFormatInfo settings and their negotiation ------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WireFormat:
+    """The settings of a ``WireFormatInfo``: what a side offers, or (from :meth:`negotiate`)
+    what both use. Times are milliseconds; ``max_inactivity_ms`` 0 turns the inactivity
+    check off. Missing properties read as Java's getters read them (false, 0)."""
+
+    version: int = VERSION
+    stack_trace: bool = False
+    tcp_no_delay: bool = False
+    cache: bool = False
+    tight_encoding: bool = False
+    size_prefix_disabled: bool = False
+    max_inactivity_ms: int = 0
+    max_inactivity_initial_delay_ms: int = 0
+    max_frame_size: int = 0
+    cache_size: int = 0
+
+    _PROPERTIES: ClassVar[tuple[tuple[str, str, PType], ...]] = (
+        ("stack_trace", "StackTraceEnabled", PType.BOOLEAN),
+        ("tcp_no_delay", "TcpNoDelayEnabled", PType.BOOLEAN),
+        ("cache", "CacheEnabled", PType.BOOLEAN),
+        ("tight_encoding", "TightEncodingEnabled", PType.BOOLEAN),
+        ("size_prefix_disabled", "SizePrefixDisabled", PType.BOOLEAN),
+        ("max_inactivity_ms", "MaxInactivityDuration", PType.LONG),
+        ("max_inactivity_initial_delay_ms", "MaxInactivityDurationInitalDelay", PType.LONG),
+        ("max_frame_size", "MaxFrameSize", PType.LONG),
+        ("cache_size", "CacheSize", PType.INTEGER),
+    )
+
+    @classmethod
+    def from_info(cls, info: WireFormatInfo) -> WireFormat:
+        """The settings ``info`` offers. Raises :class:`OpenWireError` for a wrong magic, a
+        malformed property map, or a setting of the wrong type."""
+        if info.magic != MAGIC:
+            raise OpenWireError(f"not an OpenWire peer: the magic is {info.magic!r}")
+        props = decode_primitive_map(info.marshalled_properties or _I32.pack(-1)) or {}
+        values: dict[str, bool | int] = {}
+        for attribute, name, kind in cls._PROPERTIES:
+            item = props.get(name)
+            if item is None:
+                continue
+            if item.type is not kind:
+                raise OpenWireError(f"the WireFormatInfo property {name} is not a {kind.name}")
+            assert isinstance(item.value, (bool, int))
+            values[attribute] = item.value
+        return cls(version=info.version, **values)  # type: ignore[arg-type]
+
+    def to_info(self, extra: dict[str, Primitive] | None = None) -> WireFormatInfo:
+        """A ``WireFormatInfo`` offering these settings, plus ``extra`` properties (such as
+        ``ProviderName``, a STRING). Never raises."""
+        props = {
+            name: Primitive(kind, getattr(self, attr)) for attr, name, kind in self._PROPERTIES
+        }
+        props.update(extra or {})
+        return WireFormatInfo(
+            version=self.version, marshalled_properties=encode_primitive_map(props)
+        )
+
+    def negotiate(self, peer: WireFormat) -> WireFormat:
+        """What both sides use once each has the other's info: the lower version, frame
+        size, inactivity window and initial delay; each feature only if both offer it."""
+        return WireFormat(
+            version=min(self.version, peer.version),
+            stack_trace=self.stack_trace and peer.stack_trace,
+            tcp_no_delay=self.tcp_no_delay and peer.tcp_no_delay,
+            cache=self.cache and peer.cache,
+            tight_encoding=self.tight_encoding and peer.tight_encoding,
+            size_prefix_disabled=self.size_prefix_disabled and peer.size_prefix_disabled,
+            max_inactivity_ms=min(self.max_inactivity_ms, peer.max_inactivity_ms),
+            max_inactivity_initial_delay_ms=min(
+                self.max_inactivity_initial_delay_ms, peer.max_inactivity_initial_delay_ms
+            ),
+            max_frame_size=min(self.max_frame_size, peer.max_frame_size),
+            cache_size=min(self.cache_size, peer.cache_size) if self.cache and peer.cache else 0,
+        )
+
+    @property
+    def write_check_ms(self) -> int:
+        """How often a side with nothing to send must send a KeepAliveInfo (the client's
+        InactivityMonitor: a third of the window above 3 ms, else the window)."""
+        window = self.max_inactivity_ms
+        return window // 3 if window > 3 else window

@@ -4,6 +4,10 @@
 // whether StackTraceEnabled was on. tests/openwire/test_java_fixtures.py
 // compiles and runs this against Debian's activemq-client.jar and checks that ternmq's codec
 // decodes each frame and re-encodes it to the same octets.
+// With the argument "echo" it reads lines "<stack> <hex>" from stdin instead (frames that
+// ternmq encoded), unmarshals each with OpenWireFormat, marshals it again and prints
+// "<class> <stack> <hex> <detail>", where <detail> is the hex of a UTF-8 summary of what
+// Java read (a TextMessage's text and typed properties, an exception's message).
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -33,6 +37,63 @@ public class OpenWireFixtures {
         System.out.println(name + " " + stackTrace + " " + sb);
     }
 
+    private static String hex(byte[] data, int offset, int length) {
+        StringBuilder sb = new StringBuilder();
+        for (int i = offset; i < offset + length; i++) {
+            int b = data[i] & 0xff;
+            sb.append(HEX[b >> 4]).append(HEX[b & 0xf]);
+        }
+        return sb.toString();
+    }
+
+    private static String detail(Object command) throws Exception {
+        StringBuilder sb = new StringBuilder();
+        if (command instanceof MessageDispatch) {
+            command = ((MessageDispatch) command).getMessage();
+        }
+        if (command instanceof ActiveMQTextMessage) {
+            sb.append(((ActiveMQTextMessage) command).getText());
+        }
+        if (command instanceof Message) {
+            Map<String, Object> props = new java.util.TreeMap<>(((Message) command).getProperties());
+            for (Map.Entry<String, Object> e : props.entrySet()) {
+                Object v = e.getValue();
+                String value = v instanceof byte[] ? hex((byte[]) v, 0, ((byte[]) v).length) : String.valueOf(v);
+                sb.append('|').append(e.getKey()).append('=').append(v.getClass().getSimpleName()).append(':').append(value);
+            }
+        }
+        if (command instanceof ExceptionResponse) {
+            Throwable t = ((ExceptionResponse) command).getException();
+            sb.append(t.getClass().getName()).append(':').append(t.getMessage());
+            sb.append('|').append(t.getStackTrace().length);
+        }
+        if (command instanceof WireFormatInfo) {
+            WireFormatInfo w = (WireFormatInfo) command;
+            sb.append(w.getVersion()).append('|').append(w.isTightEncodingEnabled()).append('|')
+                .append(w.isCacheEnabled()).append('|').append(w.getMaxInactivityDuration());
+        }
+        byte[] utf8 = sb.toString().getBytes("UTF-8");
+        return utf8.length == 0 ? "-" : hex(utf8, 0, utf8.length);
+    }
+
+    private static void echo() throws Exception {
+        java.io.BufferedReader in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in, "US-ASCII"));
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] parts = line.split(" ");
+            boolean stackTrace = parts[0].equals("true");
+            byte[] data = new byte[parts[1].length() / 2];
+            for (int i = 0; i < data.length; i++) {
+                data[i] = (byte) Integer.parseInt(parts[1].substring(2 * i, 2 * i + 2), 16);
+            }
+            Object command = format(stackTrace).unmarshal(new ByteSequence(data));
+            String summary = detail(command);
+            ByteSequence again = format(stackTrace).marshal(command);
+            System.out.println(command.getClass().getSimpleName() + " " + stackTrace + " "
+                + hex(again.data, again.offset, again.length) + " " + summary);
+        }
+    }
+
     private static <T extends Message> T fill(T m, ProducerId producer, ActiveMQDestination dest) throws Exception {
         m.setCommandId(7);
         m.setResponseRequired(true);
@@ -60,6 +121,10 @@ public class OpenWireFixtures {
     }
 
     public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("echo")) {
+            echo();
+            return;
+        }
         ConnectionId conn = new ConnectionId("ID:host-1-2:1");
         SessionId session = new SessionId(conn, 1);
         ProducerId producer = new ProducerId(session, 1);
