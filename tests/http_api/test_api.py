@@ -485,3 +485,23 @@ def test_console_files(start: Start, tmp_path: pathlib.Path, monkeypatch) -> Non
     _, bare = start()
     r = bare.get("/")
     assert r.status == 404 and "not installed" in r.json()["error"]
+
+
+def test_changes_from_a_page_of_another_site_are_refused(start: Start) -> None:
+    """A change whose ``Origin`` names another site is refused (403) and not made; the same
+    change from the broker's own pages, or from a client sending no Origin, is made."""
+    _, http = start()
+    own = f"http://{http.host}:{http.port}"
+    for origin in ("http://evil.example", "null", f"https://{http.host}:{http.port}"):
+        r = http.request(
+            "POST", "/api/destinations", {"name": "queue://x"}, headers={"Origin": origin}
+        )
+        assert r.status == 403, r
+        assert "refused" in r.json()["error"]
+        assert http.request("GET", "/api/destinations/queue/x").status == 404
+    r = http.request("GET", "/api/destinations", headers={"Origin": "http://evil.example"})
+    assert r.status == 200  # reading is not a change (and the browser hides it from the page)
+    r = http.request("POST", "/api/destinations", {"name": "queue://x"}, headers={"Origin": own})
+    assert r.status == 201, r
+    r = http.request("POST", "/api/destinations", {"name": "queue://y"})
+    assert r.status == 201, r

@@ -102,7 +102,16 @@ class HttpFrontend:
 
     @web.middleware
     async def _errors(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        """Every error as ``{"error": ...}``; a body past ``max_body`` refused unread."""
+        """Every error as ``{"error": ...}``; a body past ``max_body`` refused unread; a
+        change asked by a page of another site refused (see :func:`_cross_site`)."""
+        cross = _cross_site(request)
+        if cross is not None:
+            return error_response(
+                403,
+                f"{request.method} from a page of {cross} refused: the API takes changes only "
+                "from pages of its own address (the console) or from clients that send no "
+                "Origin header",
+            )
         length = request.content_length
         if length is not None and length > self.config.max_body:
             return error_response(
@@ -132,6 +141,26 @@ class HttpFrontend:
         except Exception as exc:  # a bug: logged with its traceback, answered in the API's shape
             log.exception("internal error handling %s %s", request.method, request.path)
             return error_response(500, f"internal error ({type(exc).__name__}): see the log")
+
+
+_SAFE_METHODS: Final = frozenset(("GET", "HEAD", "OPTIONS"))
+
+
+def _cross_site(request: web.Request) -> str | None:
+    """The other site a change comes from, or None. A browser names the page that made a
+    request in ``Origin``; a change (any method but GET, HEAD, OPTIONS) from a page of
+    another address is refused, so a page elsewhere cannot use a logged-in or anonymous
+    admin's browser against the broker (cross-site request forgery). Clients that are not
+    browsers (curl, scripts) send no ``Origin`` and are not affected."""
+    if request.method in _SAFE_METHODS:
+        return None
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return None
+    scheme, _, rest = origin.partition("://")
+    if origin == "null" or rest.lower() != request.host.lower() or scheme != request.scheme:
+        return origin
+    return None
 
 
 def _extra_headers(headers: Mapping[str, str]) -> dict[str, str]:
