@@ -264,9 +264,13 @@ class BrokerServer(BrokerHost):
             make: Callable[[], asyncio.BaseProtocol] = await self._http.protocol_factory()
         else:
             factory = GATEWAYS[listener.protocol]
+            persistent = bool(listener.stomp_persistent_default)
 
             def make() -> asyncio.BaseProtocol:
-                return factory(self, scheme)
+                conn = factory(self, scheme)
+                if isinstance(conn, (StompConnection, NativeOrStompConnection)):
+                    conn.stomp_persistent_default = persistent
+                return conn
 
         server = await self.loop.create_server(
             make,
@@ -605,7 +609,8 @@ class BrokerServer(BrokerHost):
         for the operator requests included, are checked by the engine's authorizer.)
 
         Raises:
-            ResourceAllocationException: a session or consumer limit is reached.
+            ResourceAllocationException: a session, consumer or temporary destination limit
+                is reached.
         """
         t = type(req)
         limits = self.config.limits
@@ -622,6 +627,13 @@ class BrokerServer(BrokerHost):
                 raise ResourceAllocationException(
                     f"this connection has max_consumers_per_connection ({limit}) consumers "
                     "open: close one first"
+                )
+        elif t is c.CreateTemporary:
+            limit = limits.max_temporaries_per_connection
+            if limit and len(conn.temporaries) >= limit:
+                raise ResourceAllocationException(
+                    f"this connection owns max_temporaries_per_connection ({limit}) temporary "
+                    "destinations: delete one first, or reuse the ones it has"
                 )
 
 
