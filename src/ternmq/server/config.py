@@ -164,6 +164,8 @@ class Limits:
         stomp_max_prefetch: the largest ``activemq.prefetchSize`` a STOMP SUBSCRIBE may ask
             for (messages handed over and not yet acknowledged); more is refused with an
             ERROR frame.
+        stomp_max_transaction_bytes: encoded octets of the SENDs one STOMP transaction may
+            hold until COMMIT; one more is refused with an ERROR frame.
     """
 
     max_connections: int = 1000
@@ -191,6 +193,7 @@ class Limits:
     stomp_max_header_length: int = 8192
     stomp_max_body: int = 4 * 1024 * 1024
     stomp_max_prefetch: int = 10_000
+    stomp_max_transaction_bytes: int = 64 * 1024 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -537,6 +540,7 @@ def _check_limits(limits: Limits) -> None:
         "stomp_max_header_length",
         "stomp_max_body",
         "stomp_max_prefetch",
+        "stomp_max_transaction_bytes",
     ):
         if getattr(limits, name) <= 0:
             raise ValueError(f"config limits.{name} must be positive")

@@ -118,10 +118,11 @@ class _Transaction:
     """A STOMP transaction: a transacted engine session for its sends, and the ACKs and
     NACKs held until COMMIT (they touch the subscriptions' own sessions)."""
 
-    __slots__ = ("acks", "nacks", "sid")
+    __slots__ = ("acks", "nacks", "sent", "sid")
 
     def __init__(self, sid: int) -> None:
         self.sid = sid
+        self.sent = 0  # encoded octets of the sends it holds until COMMIT
         self.acks: list[tuple[_Subscription, list[int]]] = []
         self.nacks: list[tuple[_Subscription, list[int]]] = []
 
@@ -448,11 +449,20 @@ class StompConnection(GatewayConnection):
         assert msg._destination is not None
         group = msg._properties.get("JMSXGroupID")
         seq = msg._properties.get("JMSXGroupSeq", 0)
+        encoded = encode_message(msg)
+        if tx is not None:
+            tx.sent += len(encoded)
+            most = self.limits.stomp_max_transaction_bytes
+            if tx.sent > most:
+                raise JMSException(
+                    f"transaction {frame.get('transaction')!r} holds more than "
+                    f"stomp_max_transaction_bytes ({most}) of sends: COMMIT more often"
+                )
         req = c.Send(
             corr=self._corr(),
             session_id=tx.sid if tx is not None else _SEND_SESSION,
             destination=str(msg._destination),
-            message=encode_message(msg),
+            message=encoded,
             persistent=msg._delivery_mode == 2,
             priority=msg._priority,
             expiration=msg._expiration,
