@@ -282,6 +282,21 @@ def test_connection_and_session_limits(serve: Serve) -> None:
         assert "max_sessions_per_connection" in reply.message
 
 
+def test_temporary_destination_limit(serve: Serve) -> None:
+    """Past max_temporaries_per_connection: ResourceAllocationException; deleting one makes
+    room again."""
+    server = serve("[limits]\nmax_temporaries_per_connection = 2\n")
+    with Raw(server.port) as a:
+        assert isinstance(a.connect(), c.Connected)
+        made = [a.request(c.CreateTemporary(topic=t)) for t in (False, True)]
+        assert all(isinstance(r, c.Ok) for r in made)
+        reply = a.request(c.CreateTemporary(topic=False))
+        assert isinstance(reply, c.Error) and reply.kind == "ResourceAllocationException"
+        assert "max_temporaries_per_connection (2)" in reply.message
+        assert isinstance(a.request(c.DeleteTemporary(destination=made[0].value)), c.Ok)
+        assert isinstance(a.request(c.CreateTemporary(topic=False)), c.Ok)
+
+
 # ---- time-driven work -----------------------------------------------------------------------
 def test_scheduled_delivery_runs_on_the_server_timer(serve: Serve) -> None:
     """PROD-17 over the network: the server's timer delivers a delayed message at its time."""

@@ -132,19 +132,22 @@ def _worker(port: int, seed: int, deadline: float, errors: list[BaseException]) 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(SECONDS + 120)  # the run, plus a server start and stop on a busy machine
 def test_random_frames_leave_the_server_serving(tmp_path: pathlib.Path) -> None:
     server, port = start_server(tmp_path, CONFIG)
     try:
         deadline = time.monotonic() + SECONDS
         errors: list[BaseException] = []
         threads = [
-            threading.Thread(target=_worker, args=(port, SEED + i, deadline, errors))
+            # Daemons: a worker stuck past its join could never keep the test process alive.
+            threading.Thread(target=_worker, args=(port, SEED + i, deadline, errors), daemon=True)
             for i in range(WORKERS)
         ]
         for t in threads:
             t.start()
         for t in threads:
-            t.join(SECONDS + 30)
+            t.join(max(0.0, deadline - time.monotonic()) + 30)
+        assert not any(t.is_alive() for t in threads), f"seed {SEED}: a worker hung"
         assert not errors, f"seed {SEED}: {errors[0]!r}"
         assert server.proc.poll() is None, f"seed {SEED}: the server died\n{server.log()}"
         log = server.log()

@@ -209,9 +209,7 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         if broker is None or conn is None:
             return False
         if req.corr:
-            self._inflight += 1
-            if self._inflight >= self._max_inflight:
-                self._pause("inflight")  # its replies wait for the store: stop reading
+            self._awaiting()
         store = self.host.owner_store if req.corr else None  # one-way: nobody waits
         batches = 0 if store is None else store.batches
         try:
@@ -223,6 +221,12 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         if store is not None and store.batches != batches:
             self.host.due_awaited = True
         return True
+
+    def _awaiting(self) -> None:
+        """One more answer is awaited: past ``limits.max_inflight_requests`` stop reading."""
+        self._inflight += 1
+        if self._inflight >= self._max_inflight:
+            self._pause("inflight")  # its replies wait for the store: stop reading
 
     def _replied(self) -> None:
         """A request with a ``corr`` was answered: resume reading once half are."""

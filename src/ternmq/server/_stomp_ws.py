@@ -167,6 +167,7 @@ def setup(app: web.Application, frontend: HttpFrontend) -> None:
         await ws.prepare(request)
         scheme = "wss" if request.secure else "ws"
         conn = StompConnection(host, scheme)
+        conn.stomp_persistent_default = host.config.stomp_persistent_default
         transport = _WebSocketTransport(ws, request)
         transport.attach(conn)
         conn.connection_made(transport)

@@ -264,9 +264,13 @@ class BrokerServer(BrokerHost):
             make: Callable[[], asyncio.BaseProtocol] = await self._http.protocol_factory()
         else:
             factory = GATEWAYS[listener.protocol]
+            persistent = bool(listener.stomp_persistent_default)
 
             def make() -> asyncio.BaseProtocol:
-                return factory(self, scheme)
+                conn = factory(self, scheme)
+                if isinstance(conn, (StompConnection, NativeOrStompConnection)):
+                    conn.stomp_persistent_default = persistent
+                return conn
 
         server = await self.loop.create_server(
             make,
@@ -605,24 +609,42 @@ class BrokerServer(BrokerHost):
         for the operator requests included, are checked by the engine's authorizer.)
 
         Raises:
-            ResourceAllocationException: a session or consumer limit is reached.
+            ResourceAllocationException: a session, consumer or temporary destination limit
+                is reached.
         """
         t = type(req)
         limits = self.config.limits
         if t is c.CreateSession:
-            limit = limits.max_sessions_per_connection
-            if limit and len(conn.sessions) >= limit:
-                raise ResourceAllocationException(
-                    f"this connection has max_sessions_per_connection ({limit}) sessions "
-                    "open: close one first"
-                )
+            _within(
+                limits.max_sessions_per_connection,
+                len(conn.sessions),
+                "max_sessions_per_connection",
+                "sessions open: close one first",
+            )
         elif t is c.CreateConsumer:
-            limit = limits.max_consumers_per_connection
-            if limit and sum(len(s.consumers) for s in conn.sessions.values()) >= limit:
-                raise ResourceAllocationException(
-                    f"this connection has max_consumers_per_connection ({limit}) consumers "
-                    "open: close one first"
-                )
+            _within(
+                limits.max_consumers_per_connection,
+                sum(len(s.consumers) for s in conn.sessions.values()),
+                "max_consumers_per_connection",
+                "consumers open: close one first",
+            )
+        elif t is c.CreateTemporary:
+            _within(
+                limits.max_temporaries_per_connection,
+                len(conn.temporaries),
+                "max_temporaries_per_connection",
+                "temporary destinations: delete one first, or reuse the ones it has",
+            )
+
+
+def _within(limit: int, held: int, name: str, what: str) -> None:
+    """Raise unless one more fits: ``held`` of ``limit`` (0 = unlimited) are in use.
+
+    Raises:
+        ResourceAllocationException: "this connection has {name} ({limit}) {what}".
+    """
+    if limit and held >= limit:
+        raise ResourceAllocationException(f"this connection has {name} ({limit}) {what}")
 
 
 def _throttled(address: str, locked: float) -> str:

@@ -68,12 +68,16 @@ class ListenerConfig:
         port: the TCP port (0 picks a free one).
         tls: TLS settings; None for plain TCP.
         protocol: the wire protocol it serves, one of :data:`LISTENER_PROTOCOLS`.
+        stomp_persistent_default: whether a STOMP SEND without a ``persistent`` header is
+            PERSISTENT on this listener (STOMP connections of a ``native`` listener too);
+            None (the default) takes the top-level ``stomp_persistent_default``.
     """
 
     bind: str = "127.0.0.1"
     port: int = DEFAULT_PORT
     tls: TlsConfig | None = None
     protocol: ListenerProtocol = "native"
+    stomp_persistent_default: bool | None = None
 
     @property
     def scheme(self) -> str:
@@ -120,6 +124,9 @@ class Limits:
             fails with ResourceAllocationException.
         max_sessions_per_connection: open sessions of one connection (0 = unlimited).
         max_consumers_per_connection: open consumers of one connection (0 = unlimited).
+        max_temporaries_per_connection: temporary destinations one connection owns at once
+            (0 = unlimited); past it ``CreateTemporary`` fails with
+            ResourceAllocationException (a STOMP client gets an ERROR frame).
         max_frame: largest frame payload accepted, octets; larger closes the connection.
         handshake_timeout: seconds a new connection has for its preamble and ``Connect``
             (and a TLS connection for its TLS handshake).
@@ -154,11 +161,17 @@ class Limits:
         stomp_max_headers: header lines of one STOMP frame.
         stomp_max_header_length: one STOMP header line, octets.
         stomp_max_body: one STOMP frame's body, octets.
+        stomp_max_prefetch: the largest ``activemq.prefetchSize`` a STOMP SUBSCRIBE may ask
+            for (messages handed over and not yet acknowledged); more is refused with an
+            ERROR frame.
+        stomp_max_transaction_bytes: encoded octets of the SENDs one STOMP transaction may
+            hold until COMMIT; one more is refused with an ERROR frame.
     """
 
     max_connections: int = 1000
     max_sessions_per_connection: int = 1000
     max_consumers_per_connection: int = 10_000
+    max_temporaries_per_connection: int = 1000
     max_frame: int = 16 * 1024 * 1024 + 64 * 1024
     handshake_timeout: float = 10.0
     heartbeat: float = 30.0
@@ -179,6 +192,8 @@ class Limits:
     stomp_max_headers: int = 64
     stomp_max_header_length: int = 8192
     stomp_max_body: int = 4 * 1024 * 1024
+    stomp_max_prefetch: int = 10_000
+    stomp_max_transaction_bytes: int = 64 * 1024 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,6 +232,10 @@ class ServerConfig:
             port too); a port given explicitly must bind.
         http: the HTTP listener (None: no HTTP listener; a config file or ``ternmq serve``
             gives one on port 8161 unless ``[http] port = -1`` or ``--http-port -1``).
+        stomp_persistent_default: whether a STOMP SEND without a ``persistent`` header is
+            PERSISTENT (False, the default: NON_PERSISTENT, as in ActiveMQ, Artemis and
+            RabbitMQ); for the ``stomp_port`` listener, STOMP over WebSocket, and every
+            ``[[listeners]]`` entry that does not set its own.
     """
 
     listeners: tuple[ListenerConfig, ...] = (ListenerConfig(),)
@@ -236,10 +255,12 @@ class ServerConfig:
     cpu_affinity: tuple[int, ...] = ()
     stomp_port: int | None = None
     http: HttpConfig | None = None
+    stomp_persistent_default: bool = False
 
     def all_listeners(self) -> tuple[ListenerConfig, ...]:
         """The listeners, then the STOMP-only listener of ``stomp_port`` (unless -1), then
-        the HTTP listener (``protocol == "http"``) when it is on."""
+        the HTTP listener (``protocol == "http"``) when it is on; each with its
+        ``stomp_persistent_default`` settled (the top-level one unless it has its own)."""
         out = self.listeners
         native_bind = next(
             (ls.bind for ls in self.listeners if ls.protocol == "native"), "127.0.0.1"
@@ -248,10 +269,15 @@ class ServerConfig:
         if port != -1:
             out = (*out, ListenerConfig(bind=native_bind, port=port, protocol="stomp"))
         http = self.http
-        if http is None or not http.enabled:
-            return out
-        bind = http.bind if http.bind is not None else native_bind
-        return (*out, ListenerConfig(bind=bind, port=http.port, tls=http.tls, protocol="http"))
+        if http is not None and http.enabled:
+            bind = http.bind if http.bind is not None else native_bind
+            out = (*out, ListenerConfig(bind=bind, port=http.port, tls=http.tls, protocol="http"))
+        return tuple(
+            ls
+            if ls.stomp_persistent_default is not None
+            else dataclasses.replace(ls, stomp_persistent_default=self.stomp_persistent_default)
+            for ls in out
+        )
 
     @property
     def store_target(self) -> str:
@@ -358,6 +384,7 @@ _TOP_KEYS: Final = {
     "cpu_affinity",
     "stomp_port",
     "http",
+    "stomp_persistent_default",
 }
 _OPTIONAL_STR = ("dead_letter_queue", "expiry_queue")
 
@@ -462,6 +489,11 @@ def _parse_listener(raw: object, i: int) -> ListenerConfig:
         port=_convert(table.get("port", default_port), int, f"{where}.port"),
         tls=tls,
         protocol=protocol,
+        stomp_persistent_default=_convert(
+            table.get("stomp_persistent_default"),
+            bool | None,
+            f"{where}.stomp_persistent_default",
+        ),
     )
     if not 0 <= listener.port <= 65535:
         raise ValueError(f"config {where}.port: {listener.port} is not a TCP port")
@@ -507,6 +539,8 @@ def _check_limits(limits: Limits) -> None:
         "stomp_max_headers",
         "stomp_max_header_length",
         "stomp_max_body",
+        "stomp_max_prefetch",
+        "stomp_max_transaction_bytes",
     ):
         if getattr(limits, name) <= 0:
             raise ValueError(f"config limits.{name} must be positive")
@@ -536,6 +570,7 @@ def parse_config(data: Mapping[str, Any]) -> ServerConfig:
         ("anonymous", bool),
         ("populate_user_id", bool),
         ("log_level", LogLevel),
+        ("stomp_persistent_default", bool),
     ):
         if key in data:
             kw[key] = _convert(data[key], typ, key)

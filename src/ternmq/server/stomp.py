@@ -118,10 +118,11 @@ class _Transaction:
     """A STOMP transaction: a transacted engine session for its sends, and the ACKs and
     NACKs held until COMMIT (they touch the subscriptions' own sessions)."""
 
-    __slots__ = ("acks", "nacks", "sid")
+    __slots__ = ("acks", "nacks", "sent", "sid")
 
     def __init__(self, sid: int) -> None:
         self.sid = sid
+        self.sent = 0  # encoded octets of the sends it holds until COMMIT
         self.acks: list[tuple[_Subscription, list[int]]] = []
         self.nacks: list[tuple[_Subscription, list[int]]] = []
 
@@ -138,6 +139,9 @@ class StompConnection(GatewayConnection):
 
     def __init__(self, host: ConnectionHost, scheme: str) -> None:
         super().__init__(host, scheme)
+        #: A SEND without a ``persistent`` header is PERSISTENT (the listener's
+        #: ``stomp_persistent_default``; set by the server before the first octet).
+        self.stomp_persistent_default = False
         limits = self.limits
         self.wire = StompServerConnection(
             self.last_sent,
@@ -158,6 +162,7 @@ class StompConnection(GatewayConnection):
         self._ids = itertools.count(2)  # engine session/consumer numbers (1: sends)
         self._msg_ids = itertools.count(1)
         self._pending: dict[int, list[str]] = {}  # corr -> receipts to write on its reply
+        self._riders: dict[int, int] = {}  # corr -> receipts of later frames in _pending
         self._last_corr = 0
         self._close_on_corr: int | None = None
         self._subs: dict[str, _Subscription] = {}
@@ -257,9 +262,15 @@ class StompConnection(GatewayConnection):
         receipt = frame.get("receipt")
         if receipt is None:
             return
-        waiting = self._pending.get(self._last_corr)
+        corr = self._last_corr
+        waiting = self._pending.get(corr)
         if waiting is not None:
+            # A receipt waiting on another frame's reply counts as a request awaiting its
+            # reply: past max_inflight_requests of them reading stops (a flood of
+            # receipted ACKs behind a slow persistent send stays bounded).
             waiting.append(receipt)
+            self._riders[corr] = self._riders.get(corr, 0) + 1
+            self._awaiting()
         else:
             self._write(encode_frame("RECEIPT", [("receipt-id", receipt)], version=self._version))
 
@@ -279,6 +290,8 @@ class StompConnection(GatewayConnection):
             return
         corr = cmd.corr
         receipts = self._pending.pop(corr, [])
+        for _ in range(self._riders.pop(corr, 0)):
+            self._replied()
         self._replied()
         if isinstance(cmd, c.Error):
             self.fail(cmd.message, receipt=receipts[0] if receipts else None)
@@ -429,17 +442,27 @@ class StompConnection(GatewayConnection):
             frame.headers,
             frame.body,
             now_ms=broker.clock.now_ms(),
+            persistent_default=self.stomp_persistent_default,
             message_id=f"ID:{_PROCESS_ID}-{conn.id.removeprefix('ID:')}-{next(self._msg_ids)}",
             resolve=self._resolve,
         )
         assert msg._destination is not None
         group = msg._properties.get("JMSXGroupID")
         seq = msg._properties.get("JMSXGroupSeq", 0)
+        encoded = encode_message(msg)
+        if tx is not None:
+            tx.sent += len(encoded)
+            most = self.limits.stomp_max_transaction_bytes
+            if tx.sent > most:
+                raise JMSException(
+                    f"transaction {frame.get('transaction')!r} holds more than "
+                    f"stomp_max_transaction_bytes ({most}) of sends: COMMIT more often"
+                )
         req = c.Send(
             corr=self._corr(),
             session_id=tx.sid if tx is not None else _SEND_SESSION,
             destination=str(msg._destination),
-            message=encode_message(msg),
+            message=encoded,
             persistent=msg._delivery_mode == 2,
             priority=msg._priority,
             expiration=msg._expiration,
@@ -493,6 +516,12 @@ class StompConnection(GatewayConnection):
             if prefetch < 1:
                 raise JMSException(
                     f"activemq.prefetchSize:{prefetch_text} must be a positive integer"
+                )
+            most = self.limits.stomp_max_prefetch
+            if prefetch > most:
+                raise JMSException(
+                    f"activemq.prefetchSize:{prefetch} exceeds this server's "
+                    f"stomp_max_prefetch ({most}): ask for {most} or fewer"
                 )
         sid = next(self._ids)
         sub = _Subscription(
@@ -776,6 +805,8 @@ class NativeOrStompConnection(NativeConnection):
     def __init__(self, host: ConnectionHost, scheme: str) -> None:
         super().__init__(host, scheme)
         self._head = b""
+        #: Handed to the STOMP connection (see :class:`StompConnection`).
+        self.stomp_persistent_default = False
 
     def data_received(self, data: bytes) -> None:
         """The first octets: decide which protocol this connection speaks."""
@@ -799,6 +830,7 @@ class NativeOrStompConnection(NativeConnection):
         self._cancel_timers()
         self.host.unregister(self)
         stomp = StompConnection(self.host, self.scheme)
+        stomp.stomp_persistent_default = self.stomp_persistent_default
         t.set_protocol(stomp)
         stomp.connection_made(t)
         stomp.data_received(head)
