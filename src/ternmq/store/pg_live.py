@@ -1,0 +1,148 @@
+"""The live lock of a PostgreSQL store: which of the brokers sharing one database is live.
+
+Theory of operation
+-------------------
+Brokers given the same PostgreSQL database form a live/backup group. The live one holds a
+session advisory lock (``pg_try_advisory_lock`` on ``postgres.LIVE_LOCK``, a key of ternmq's
+tables: advisory locks are per database, so one database is one group) on a connection of
+its own, :class:`LiveLock`, that it keeps open and idle for as long as it is live. PostgreSQL
+releases the lock when that session ends: the broker's process died (its socket closed), the
+session was terminated, or the network cut it (TCP keepalives and the user timeout of
+``postgres.CONNECT_DEFAULTS`` find that in 10 to 25 s).
+
+A backup calls :meth:`LiveLock.try_acquire` every ``POLL_INTERVAL`` seconds. On success it
+bumps the epoch (``ternmq_live``, one row) in a transaction of its own and builds the
+:class:`~ternmq.store.postgres.Fence` its store will check in every commit: that row still
+holds this epoch and this session still holds the lock (``store/postgres.py``). The bump
+waits for any commit of the old live that holds the row and fails every later one, so
+only then does the new live recover and listen: whatever the old live committed is in
+what it recovers, and the old live commits nothing after.
+
+The lock connection is watched (:meth:`LiveLock.watch`): a thread runs ``SELECT 1`` on it
+every ``POLL_INTERVAL`` seconds; when that fails the lock is gone and ``on_lost`` is called
+(the server stops serving at once). A commit refused by the fence calls it too, whichever
+comes first.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from psycopg import conninfo
+
+from ternmq.errors import JMSException
+from ternmq.store.postgres import CONNECT_DEFAULTS, LIVE_LOCK, Fence, _cause, describe
+
+__all__ = ["POLL_INTERVAL", "LiveLock"]
+
+# Seconds between a backup's attempts to take the lock, and between the live's checks of
+# its lock session.
+POLL_INTERVAL = 0.5
+
+
+class LiveLock:
+    """The live lock of the PostgreSQL store at ``url`` (see the module doc).
+
+    Args:
+        url: the store's ``postgresql://`` URL (as given to ``PostgresStore``).
+    """
+
+    def __init__(self, url: str) -> None:
+        self.where = describe(url)
+        given = conninfo.conninfo_to_dict(url)
+        self._conninfo = conninfo.make_conninfo(
+            url, **{**CONNECT_DEFAULTS, "application_name": "ternmq-live-lock", **given}
+        )
+        self._db: psycopg.Connection[Any] | None = None
+        self._mutex = threading.Lock()  # one statement at a time on the lock session
+        self._stop = threading.Event()
+        self._lost = False
+        self._flag = threading.Lock()  # guards _lost (the watcher and the writer may race)
+        self._on_lost: Callable[[str], None] | None = None
+        self.fence: Fence | None = None  # set once the lock is held
+
+    @property
+    def held(self) -> bool:
+        """Whether this broker took the lock and has not lost it."""
+        return self.fence is not None and not self._lost
+
+    def try_acquire(self) -> bool:
+        """Try once to take the lock; on success bump the epoch and set :attr:`fence`.
+        Returns whether the lock is held now.
+
+        Raises:
+            JMSException: the database cannot be reached (the message names the host and the
+                cause; a backup keeps trying).
+        """
+        if self.fence is not None:
+            return not self._lost
+        with self._mutex:
+            try:
+                if self._db is None or self._db.closed or self._db.broken:
+                    self._db = psycopg.connect(self._conninfo, autocommit=True)
+                db = self._db
+                row = db.execute("SELECT pg_try_advisory_lock(%s)", (LIVE_LOCK,)).fetchone()
+                if row is None or not row[0]:
+                    return False
+                with db.transaction():
+                    bumped = db.execute(
+                        "INSERT INTO ternmq_live VALUES(1, 1) ON CONFLICT (id) DO UPDATE "
+                        "SET epoch = ternmq_live.epoch + 1 RETURNING epoch"
+                    ).fetchone()
+                assert bumped is not None  # INSERT ... RETURNING returns its row
+            except psycopg.Error as exc:
+                if self._db is not None:
+                    self._db.close()  # a half-taken lock goes with its session
+                    self._db = None
+                raise JMSException(
+                    f"cannot take the live lock of the PostgreSQL store at {self.where}: "
+                    f"{_cause(exc)}",
+                    linked_exception=exc,
+                ) from exc
+            self.fence = Fence(int(bumped[0]), db.info.backend_pid, self._breach)
+            return True
+
+    def watch(self, on_lost: Callable[[str], None]) -> None:
+        """Check the lock session every ``POLL_INTERVAL`` seconds on a daemon thread; call
+        ``on_lost(reason)`` once (from that thread, or the store's writer) when it is gone."""
+        self._on_lost = on_lost
+        threading.Thread(target=self._watch, name="ternmq-live-lock", daemon=True).start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(POLL_INTERVAL):
+            with self._mutex:
+                db = self._db
+                if db is None:
+                    return
+                try:
+                    db.execute("SELECT 1")
+                except psycopg.Error as exc:
+                    reason = (
+                        f"the live lock's session on the PostgreSQL store at {self.where} "
+                        f"ended ({_cause(exc)}): this broker is no longer live"
+                    )
+                else:
+                    continue
+            self._breach(reason)
+            return
+
+    def _breach(self, reason: str) -> None:
+        """The lock is lost: report it once."""
+        with self._flag:
+            if self._lost:
+                return
+            self._lost = True
+        callback = self._on_lost
+        if callback is not None:
+            callback(reason)
+
+    def close(self) -> None:
+        """Stop watching and end the lock session (releasing the lock). Idempotent."""
+        self._stop.set()
+        with self._mutex:
+            db, self._db = self._db, None
+            if db is not None:
+                db.close()
