@@ -34,7 +34,14 @@ import psycopg
 from psycopg import conninfo
 
 from ternmq.errors import JMSException
-from ternmq.store.postgres import CONNECT_DEFAULTS, LIVE_LOCK, Fence, _cause, describe
+from ternmq.store.postgres import (
+    CONNECT_DEFAULTS,
+    LIVE_LOCK,
+    Fence,
+    _cause,
+    create_schema,
+    describe,
+)
 
 __all__ = ["POLL_INTERVAL", "LiveLock"]
 
@@ -83,6 +90,7 @@ class LiveLock:
             try:
                 if self._db is None or self._db.closed or self._db.broken:
                     self._db = psycopg.connect(self._conninfo, autocommit=True)
+                    create_schema(self._db, self.where)  # ternmq_live on a fresh database
                 db = self._db
                 row = db.execute("SELECT pg_try_advisory_lock(%s)", (LIVE_LOCK,)).fetchone()
                 if row is None or not row[0]:

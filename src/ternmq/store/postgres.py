@@ -84,7 +84,15 @@ from ternmq.store._base import (
 from ternmq.store._plan import Rows, evictions, plan
 from ternmq.store._writer import GroupCommitWriter, WriterFront
 
-__all__ = ["SCHEMA_VERSION", "Fence", "Fenced", "PostgresStore", "StoreUnavailable", "describe"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Fence",
+    "Fenced",
+    "PostgresStore",
+    "StoreUnavailable",
+    "create_schema",
+    "describe",
+]
 
 SCHEMA_VERSION = 1
 # Seconds between two attempts to reconnect a lost connection: commits in between fail at
@@ -213,6 +221,28 @@ class StoreUnavailable(JMSException):
     is refused until it is back; the broker reconnects on its own."""
 
 
+def create_schema(db: psycopg.Connection[Any], where: str) -> None:
+    """Create the tables on ``db`` if missing and check the version, in one transaction
+    (``where`` names the database in the error).
+
+    Raises:
+        JMSException: the database holds a ternmq schema of another version.
+        psycopg.Error: the statements failed.
+    """
+    with db.transaction():
+        db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        for sql in _SCHEMA:
+            db.execute(sql)
+        row = db.execute("SELECT version FROM ternmq_schema_version").fetchone()
+        if row is None:
+            db.execute("INSERT INTO ternmq_schema_version VALUES(%s)", (SCHEMA_VERSION,))
+        elif row[0] != SCHEMA_VERSION:
+            raise JMSException(
+                f"the PostgreSQL store at {where} has ternmq schema {row[0]}; this "
+                f"ternmq reads schema {SCHEMA_VERSION}"
+            )
+
+
 def describe(url: str) -> str:
     """``host:port/dbname`` of a PostgreSQL URL or conninfo string, without user or password
     (for messages and logs). Returns ``url`` unchanged if it cannot be parsed."""
@@ -277,7 +307,7 @@ class PostgresStore(WriterFront):
         self._read_lock = threading.Lock()
         try:
             self._db = self._connect()
-            self._create_schema(self._db)
+            create_schema(self._db, self.where)
         except psycopg.Error as exc:
             if self._db is not None:
                 self._db.close()
@@ -302,21 +332,6 @@ class PostgresStore(WriterFront):
         if self.fsync == "batch":
             db.execute("SET synchronous_commit TO off")
         return db
-
-    def _create_schema(self, db: psycopg.Connection[Any]) -> None:
-        """Create the tables if missing and check the version, in one transaction."""
-        with db.transaction():
-            db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            for sql in _SCHEMA:
-                db.execute(sql)
-            row = db.execute("SELECT version FROM ternmq_schema_version").fetchone()
-            if row is None:
-                db.execute("INSERT INTO ternmq_schema_version VALUES(%s)", (SCHEMA_VERSION,))
-            elif row[0] != SCHEMA_VERSION:
-                raise JMSException(
-                    f"the PostgreSQL store at {self.where} has ternmq schema {row[0]}; this "
-                    f"ternmq reads schema {SCHEMA_VERSION}"
-                )
 
     def _live(self, current: psycopg.Connection[Any] | None) -> psycopg.Connection[Any]:
         """``current`` if usable, else a new connection (at most one attempt per
