@@ -302,7 +302,7 @@ class BrokerServer(BrokerHost):
             elif problem is not None:
                 log_event(log, logging.WARNING, "backup_retry", problem=problem)
             await asyncio.sleep(POLL_INTERVAL)
-        else:
+        if self.stopping:  # stopped while a backup (or while it tried): let the lock go
             lock.close()
             return None
         assert lock.fence is not None  # try_acquire returned True

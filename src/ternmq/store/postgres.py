@@ -195,15 +195,16 @@ _FENCE = (
 Statement = tuple[str, tuple[Any, ...]]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Fence:
     """What a live broker's store checks in every transaction (see the module doc).
 
     Attributes:
         epoch: the live's epoch (``ternmq_live.epoch`` as its takeover left it).
-        lock_pid: the backend pid of the session holding the live lock.
+        lock_pid: the backend pid of the session holding the live lock (a live that took
+            the lock again after the database came back updates it).
         on_breach: called (on the writer thread) with the reason when a transaction was
-            refused because the live lock or the epoch is lost.
+            refused because the live lock or the epoch is not (or no longer) held.
     """
 
     epoch: int
@@ -513,9 +514,9 @@ class PostgresStore(WriterFront):
             if fence is None or exc.diag.constraint_name != _FENCE_CONSTRAINT:
                 raise
             reason = (
-                f"this broker lost the live lock of the PostgreSQL store at {self.where} "
-                "(its lock session ended or another broker took over): it no longer writes; "
-                "reconnect with a failover: URL to reach the live broker"
+                f"this broker does not hold the live lock of the PostgreSQL store at "
+                f"{self.where} (its lock session ended or another broker took over): nothing "
+                "was written; a failover: URL reaches the live broker"
             )
             fence.on_breach(reason)
             raise Fenced(reason, linked_exception=exc) from exc
