@@ -133,8 +133,11 @@ class LiveLock:
         threading.Thread(target=self._watch, name="ternmq-live-lock", daemon=True).start()
 
     def _watch(self) -> None:
-        while not self._stop.wait(POLL_INTERVAL if not self._check_now.is_set() else 0):
+        while True:
+            self._check_now.wait(POLL_INTERVAL)  # set by check_soon and close
             self._check_now.clear()
+            if self._stop.is_set():
+                return
             with self._mutex:
                 if self._db is None:
                     return  # closed
@@ -209,6 +212,7 @@ class LiveLock:
     def close(self) -> None:
         """Stop watching and end the lock session (releasing the lock). Idempotent."""
         self._stop.set()
+        self._check_now.set()  # the watcher wakes and ends
         with self._mutex:
             db, self._db = self._db, None
             if db is not None:
