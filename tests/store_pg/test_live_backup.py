@@ -291,3 +291,13 @@ def test_a_store_that_lost_its_lock_or_its_epoch_commits_nothing(pg_url: str) ->
                     pass
         old_lock.close()
         new_lock.close()
+
+
+def test_a_backup_stops_on_sigterm_and_leaves_the_live_serving(
+    pair: tuple[ServerProcess, ServerProcess],
+) -> None:
+    """SIGTERM ends a backup (exit 0) while it waits for the lock; the live is untouched."""
+    live, backup = pair
+    assert backup.stop() == 0
+    assert "event=takeover" not in backup.log()
+    assert _health(live.http_url) == (200, {"status": "ok", "role": "live"})
