@@ -44,17 +44,22 @@ class ServerProcess:
         workdir: pathlib.Path,
         *,
         http: bool = False,
+        store: str | None = None,
+        port: int = 0,
+        wait: bool = True,
     ) -> None:
+        """``store`` replaces ``--data-dir`` (``--store``); ``port`` is the TCP listener's;
+        without ``wait`` the caller reads the address later (:meth:`wait_listening`: a
+        backup of a live/backup group listens only once it takes over)."""
         self.data_dir = data_dir
         self.log_path = workdir / f"server-{time.monotonic_ns()}.log"
         argv = [
             *SERVE,
             "--port",
-            "0",
+            str(port),
             "--http-port",
             "0" if http else "-1",
-            "--data-dir",
-            str(data_dir),
+            *(["--data-dir", str(data_dir)] if store is None else ["--store", store]),
         ]
         if config is not None:
             cfg = workdir / f"server-{time.monotonic_ns()}.toml"
@@ -66,16 +71,26 @@ class ServerProcess:
             argv, stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL, env=env
         )
         self.ports: dict[str, int] = {}
+        self._config = config
+        if wait:
+            self.wait_listening()
+
+    def wait_listening(self, timeout: float = START_TIMEOUT) -> None:
+        """Read the listeners' addresses from stdout (the server is killed on a failure).
+
+        Raises:
+            AssertionError: they were not printed within ``timeout`` seconds.
+        """
         try:
-            self._read_addresses(config)
+            self._read_addresses(self._config, timeout)
         except BaseException:
             self.kill()
             raise
 
-    def _read_addresses(self, config: str | None) -> None:
+    def _read_addresses(self, config: str | None, timeout: float) -> None:
         assert self.proc.stdout is not None
         want = 1 + (config or "").count("[listeners.tls]")
-        deadline = time.monotonic() + START_TIMEOUT
+        deadline = time.monotonic() + timeout
         buf = b""
         while len(self.ports) < want:
             left = deadline - time.monotonic()

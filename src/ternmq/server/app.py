@@ -21,6 +21,15 @@ one ``loop.call_later`` for ``broker.next_deadline()``, re-armed (``BrokerHost.r
 every batch of requests, every store completion and every tick. A second periodic callback
 sweeps the connections for heartbeats.
 
+Live/backup (a PostgreSQL store shared by several servers, ``store/pg_live.py``): before it
+opens the store, :meth:`BrokerServer.start` takes the store's live lock. While another
+server holds it this one is a backup: it logs ``event=backup``, serves only its HTTP listener
+(``/api/health`` answers 503 with role ``backup``), and tries again every
+``pg_live.POLL_INTERVAL`` seconds; once it holds the lock it opens the store with the lock's
+fence, recovers, and listens. A live whose lock is lost (its lock session ended, or a commit
+was refused by the fence) logs ``event=fenced`` and stops at once: its clients are closed
+and nothing more is committed; ``ternmq serve`` then exits with status 1.
+
 Stopping (SIGTERM, SIGINT, :meth:`BrokerServer.stop`): the listeners close first (no new
 connections), then ``broker.shutdown()`` writes every batch still queued in the store, releases
 the replies that waited for it, tells each client ``ConnectionFailed`` and closes the store;
@@ -58,7 +67,9 @@ from ternmq.server.config import Limits, ListenerConfig, ServerConfig, TlsConfig
 from ternmq.server.http import HttpFrontend, add_routes, build_frontend
 from ternmq.server.logs import LEVELS, log_event, setup_logging
 from ternmq.server.stomp import NativeOrStompConnection, StompConnection
-from ternmq.store import Store, describe_store
+from ternmq.store import Store, describe_store, is_postgres
+from ternmq.store.pg_live import POLL_INTERVAL, LiveLock
+from ternmq.store.postgres import PostgresStore
 
 __all__ = ["BrokerServer", "ServerThread", "build_parser", "main"]
 
@@ -151,6 +162,10 @@ class BrokerServer(BrokerHost):
         # (_memory.py): in ``ternmq serve`` only, an embedding process keeps its own policy.
         self.memory_return = MemoryReturn(None, proc_rss)
         self._store = store
+        self.role = "live"  # "backup" while another server holds the store's live lock
+        self.fenced = False  # the live lock was lost: the server stopped serving
+        self._live_lock: LiveLock | None = None
+        self._fencing: asyncio.Task[None] | None = None  # the stop a lost live lock began
         self._servers: list[asyncio.Server] = []
         self._bound: list[tuple[str, str]] = []  # (protocol, address) of each server
         self._http: HttpFrontend | None = None  # the HTTP listener's application, if any
@@ -208,10 +223,21 @@ class BrokerServer(BrokerHost):
                 server.close()
             await self._close_http()
             raise
+        store = self._store
+        if store is None and is_postgres(cfg.store_target):
+            try:
+                store = await self._become_live(cfg.store_target)
+            except BaseException:
+                for server in self._servers:
+                    server.close()
+                await self._close_http()
+                raise
+            if store is None:  # stopped while a backup
+                return
         try:
             broker = self._start_broker(
                 cfg.broker_config(),
-                self._store,
+                store,
                 cfg.store_target,
                 fsync=cfg.fsync,
                 fsync_interval=cfg.fsync_interval,
@@ -232,6 +258,8 @@ class BrokerServer(BrokerHost):
         )
         try:
             for server, (protocol, address) in zip(self._servers, self._bound, strict=True):
+                if server.is_serving():
+                    continue  # the HTTP listener of a backup
                 await server.start_serving()
                 log_event(log, logging.INFO, "listening", protocol=protocol, address=address)
         except BaseException:
@@ -241,6 +269,72 @@ class BrokerServer(BrokerHost):
         self.memory_return.note(broker.total_bytes + broker.staged_bytes)  # the floor
         self._arm_sweeper()
         self.rearm()
+
+    async def _become_live(self, url: str) -> Store | None:
+        """Take the live lock of the PostgreSQL store at ``url``, a backup (HTTP listener
+        only) until then; the store opened with the lock's fence, or None if the server was
+        stopped meanwhile.
+
+        Raises:
+            JMSException: the database cannot be reached at the first attempt, or the store
+                cannot be opened.
+        """
+        lock = self._live_lock = LiveLock(url)
+        loop = self.loop
+        while not self.stopping:
+            try:
+                if await loop.run_in_executor(None, lock.try_acquire):
+                    break
+                problem = None
+            except JMSException as exc:
+                if self.role != "backup":
+                    raise  # start-up against an unreachable database fails
+                problem = str(exc)
+            if self.role != "backup":
+                self.role = "backup"
+                log_event(log, logging.INFO, "backup", store=describe_store(url))
+                for server, (protocol, address) in zip(self._servers, self._bound, strict=True):
+                    if protocol == "http":
+                        await server.start_serving()
+                        log_event(
+                            log, logging.INFO, "listening", protocol=protocol, address=address
+                        )
+            elif problem is not None:
+                log_event(log, logging.WARNING, "backup_retry", problem=problem)
+            await asyncio.sleep(POLL_INTERVAL)
+        if self.stopping:  # stopped while a backup (or while it tried): let the lock go
+            lock.close()
+            return None
+        assert lock.fence is not None  # try_acquire returned True
+        if self.role == "backup":
+            log_event(
+                log, logging.INFO, "takeover", store=describe_store(url), epoch=lock.fence.epoch
+            )
+        self.role = "live"
+        lock.watch(self._lock_lost)
+        try:
+            return await loop.run_in_executor(
+                None,
+                lambda: PostgresStore(
+                    url, self.config.fsync, batch_scheduling=True, fence=lock.fence
+                ),
+            )
+        except BaseException:
+            lock.close()
+            raise
+
+    def _lock_lost(self, reason: str) -> None:
+        """The live lock is lost (any thread): stop serving at once."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing left to stop
+            self.loop.call_soon_threadsafe(self._fence, reason)
+
+    def _fence(self, reason: str) -> None:
+        """On the loop: log ``event=fenced`` and stop (clients closed, nothing committed)."""
+        if self.stopping or self.fenced:
+            return
+        self.fenced = True
+        log_event(log, logging.ERROR, "fenced", problem=reason)
+        self._fencing = self.loop.create_task(self.stop())
 
     async def _bind(self, listener: ListenerConfig) -> None:
         """Bind ``listener``'s socket (and load its TLS files) without accepting yet: the
@@ -326,8 +420,12 @@ class BrokerServer(BrokerHost):
         if broker is not None:
             try:
                 broker.shutdown()  # writes what the store holds, tells every client
+            except JMSException as exc:  # a fenced live may not write what it held
+                log_event(log, logging.WARNING, "store_close_failed", problem=str(exc))
             finally:
                 self.broker = None
+        if self._live_lock is not None:
+            self._live_lock.close()  # after the store: a backup takes over once it is closed
         for conn in list(self.connections):
             conn.close("the server is stopping")
         pending = [conn.closed for conn in self.connections if not conn.closed.done()]
@@ -875,6 +973,18 @@ def _tune_gc() -> None:
 async def _serve(config: ServerConfig) -> int:
     server = BrokerServer(config)
     server.memory_return = MemoryReturn.for_this_process()
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    stopping: list[asyncio.Task[None]] = []  # a reference keeps the task alive
+
+    def on_signal(sig: signal.Signals) -> None:
+        log_event(log, logging.INFO, "signal", signal=sig.name)
+        stop.set()
+        if server.role == "backup":  # start() waits for the live lock: stop waiting
+            stopping.append(loop.create_task(server.stop()))
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal, sig)
     try:
         await server.start()
     except (OSError, JMSException) as exc:
@@ -884,27 +994,19 @@ async def _serve(config: ServerConfig) -> int:
     _tune_gc()
     for address in server.addresses:
         print(f"ternmq listening on {address}", flush=True)
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-
-    def on_signal(sig: signal.Signals) -> None:
-        log_event(log, logging.INFO, "signal", signal=sig.name)
-        stop.set()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, on_signal, sig)
     waiter = asyncio.ensure_future(server.wait_stopped())
     stopper = asyncio.ensure_future(stop.wait())
     await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
     stopper.cancel()
     await server.stop()
     waiter.cancel()
-    return 0
+    return 1 if server.fenced else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """``ternmq serve``: run until SIGTERM/SIGINT; 0 after a graceful stop, 1 if the server
-    cannot start (port in use, data dir locked), 2 for a bad command line or config."""
+    cannot start (port in use, data dir locked) or lost the live lock of its PostgreSQL store
+    (fenced), 2 for a bad command line or config."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
         config = load_config(args.config).with_overrides(

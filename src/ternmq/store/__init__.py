@@ -58,6 +58,7 @@ __all__ = [
     "StoredMessage",
     "StoreFullError",
     "describe_store",
+    "is_postgres",
     "open_store",
 ]
 
@@ -89,7 +90,7 @@ def open_store(
         return MemoryStore()
     text = os.fspath(target)
     scheme, sep, rest = text.partition(":")
-    if sep and scheme.lower() in _POSTGRES_SCHEMES:
+    if is_postgres(text):
         from ternmq.store.postgres import PostgresStore
 
         return PostgresStore(text, fsync, batch_scheduling=batch_scheduling)
@@ -104,6 +105,14 @@ def open_store(
     from ternmq.store.sqlite import SqliteStore
 
     return SqliteStore(text, fsync, fsync_interval, batch_scheduling=batch_scheduling)
+
+
+def is_postgres(target: str | os.PathLike[str] | None) -> bool:
+    """Whether ``target`` names a PostgreSQL store (one a live/backup group can share)."""
+    if target is None:
+        return False
+    scheme, sep, _ = os.fspath(target).partition(":")
+    return bool(sep) and scheme.lower() in _POSTGRES_SCHEMES
 
 
 def describe_store(target: str | os.PathLike[str] | None) -> str:

@@ -42,6 +42,14 @@ connection broke during ``COMMIT`` itself is in doubt: reported as failed, it ma
 written (a resend with a duplicate id is then dropped, PSF-09). Start-up against a server
 that is unreachable or refuses the login fails with a ``JMSException`` naming the host and
 the cause; the password is never shown (:func:`describe`).
+
+Fencing (live/backup, ``store/pg_live.py``): a store opened with a :class:`Fence` (the live
+broker's) adds one statement to every transaction: it rewrites the single row of
+``ternmq_live`` and fails the whole transaction (a check constraint) unless that row still
+holds the live's epoch *and* the live's lock session still holds the live lock. A backup
+taking over bumps the epoch in its own transaction, which waits for any commit of the old
+live holding the row and makes every later one fail: two lives never both commit. A
+transaction failed so raises :class:`Fenced` and calls the fence's ``on_breach``.
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import msgspec
@@ -75,7 +84,15 @@ from ternmq.store._base import (
 from ternmq.store._plan import Rows, evictions, plan
 from ternmq.store._writer import GroupCommitWriter, WriterFront
 
-__all__ = ["SCHEMA_VERSION", "PostgresStore", "StoreUnavailable", "describe"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Fence",
+    "Fenced",
+    "PostgresStore",
+    "StoreUnavailable",
+    "create_schema",
+    "describe",
+]
 
 SCHEMA_VERSION = 1
 # Seconds between two attempts to reconnect a lost connection: commits in between fail at
@@ -94,6 +111,8 @@ CONNECT_DEFAULTS: dict[str, str] = {
     "application_name": "ternmq",
 }
 _SCHEMA_LOCK = 0x7465726E6D71  # advisory lock key held while the schema is created ("ternmq")
+LIVE_LOCK = _SCHEMA_LOCK + 1  # the session advisory lock the live broker holds (pg_live.py)
+_FENCE_CONSTRAINT = "ternmq_live_fence"
 _STAGED_ENCODER = msgspec.msgpack.Encoder()
 _STAGED_DECODER = msgspec.msgpack.Decoder(list[StagedSend])
 
@@ -131,6 +150,9 @@ _SCHEMA = (
         n BIGINT NOT NULL,
         dup_id TEXT NOT NULL,
         PRIMARY KEY(dest, n))""",
+    f"""CREATE TABLE IF NOT EXISTS ternmq_live(
+        id INTEGER PRIMARY KEY,
+        epoch BIGINT NOT NULL CONSTRAINT {_FENCE_CONSTRAINT} CHECK (epoch > 0))""",
 )
 _INSERT_MESSAGES = (
     "INSERT INTO ternmq_messages(dest, seq, priority, expiration, delivery_time, group_id, "
@@ -160,12 +182,66 @@ _EVICT_DUP_IDS = (
     "WHERE d.dest = v.dest AND d.n <= v.upto"
 )
 
+# Every fenced transaction's first statement: keeps the epoch if it is still ours and our lock
+# session still holds the live lock (pg_locks: a bigint key is classid:objid, objsubid 1),
+# else writes 0, which the check constraint refuses (the transaction fails).
+_FENCE = (
+    "UPDATE ternmq_live SET epoch = CASE WHEN epoch = %s AND EXISTS (SELECT 1 FROM pg_locks "
+    "WHERE locktype = 'advisory' AND pid = %s AND granted AND mode = 'ExclusiveLock' "
+    f"AND objsubid = 1 AND classid = {LIVE_LOCK >> 32} AND objid = {LIVE_LOCK & 0xFFFFFFFF}) "
+    "THEN epoch ELSE 0 END WHERE id = 1"
+)
+
 Statement = tuple[str, tuple[Any, ...]]
+
+
+@dataclass
+class Fence:
+    """What a live broker's store checks in every transaction (see the module doc).
+
+    Attributes:
+        epoch: the live's epoch (``ternmq_live.epoch`` as its takeover left it).
+        lock_pid: the backend pid of the session holding the live lock (a live that took
+            the lock again after the database came back updates it).
+        on_breach: called (on the writer thread) with the reason when a transaction was
+            refused because the live lock or the epoch is not (or no longer) held.
+    """
+
+    epoch: int
+    lock_pid: int
+    on_breach: Callable[[str], None]
+
+
+class Fenced(JMSException):
+    """This broker is no longer live (its lock session is gone, or another broker took
+    over): nothing more is written; clients go to the live broker (``failover:`` URLs)."""
 
 
 class StoreUnavailable(JMSException):
     """The PostgreSQL store cannot be reached (or its connection was lost): persistent work
     is refused until it is back; the broker reconnects on its own."""
+
+
+def create_schema(db: psycopg.Connection[Any], where: str) -> None:
+    """Create the tables on ``db`` if missing and check the version, in one transaction
+    (``where`` names the database in the error).
+
+    Raises:
+        JMSException: the database holds a ternmq schema of another version.
+        psycopg.Error: the statements failed.
+    """
+    with db.transaction():
+        db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        for sql in _SCHEMA:
+            db.execute(sql)
+        row = db.execute("SELECT version FROM ternmq_schema_version").fetchone()
+        if row is None:
+            db.execute("INSERT INTO ternmq_schema_version VALUES(%s)", (SCHEMA_VERSION,))
+        elif row[0] != SCHEMA_VERSION:
+            raise JMSException(
+                f"the PostgreSQL store at {where} has ternmq schema {row[0]}; this "
+                f"ternmq reads schema {SCHEMA_VERSION}"
+            )
 
 
 def describe(url: str) -> str:
@@ -189,6 +265,7 @@ class PostgresStore(WriterFront):
             (``synchronous_commit = off``; see the module doc).
         batch_scheduling: run the writer thread under ``SCHED_BATCH`` (``ternmq._sched``).
         clock: monotonic seconds (spaces reconnect attempts; tests inject one).
+        fence: the live broker's fence (``store/pg_live.py``): every transaction checks it.
 
     Raises:
         JMSException: the database cannot be reached or refuses the login (the message names
@@ -197,7 +274,7 @@ class PostgresStore(WriterFront):
 
     synchronous = False
     # What a failed transaction raises (Backend.write_errors): reported to its batches.
-    write_errors: tuple[type[BaseException], ...] = (StoreUnavailable, psycopg.Error)
+    write_errors: tuple[type[BaseException], ...] = (StoreUnavailable, Fenced, psycopg.Error)
 
     def __init__(
         self,
@@ -206,6 +283,7 @@ class PostgresStore(WriterFront):
         *,
         batch_scheduling: bool = False,
         clock: Callable[[], float] = time.monotonic,
+        fence: Fence | None = None,
     ) -> None:
         if fsync not in ("always", "batch"):
             raise JMSException(f"fsync must be 'always' or 'batch', not {fsync!r}")
@@ -221,6 +299,7 @@ class PostgresStore(WriterFront):
         self._conninfo = conninfo.make_conninfo(url, **{**CONNECT_DEFAULTS, **given})
         self.fsync = fsync
         self._clock = clock
+        self.fence = fence
         self._retry_at = 0.0  # no reconnect before this (clock seconds)
         self._last_error: BaseException | None = None
         self.commits = 0  # transactions committed
@@ -229,7 +308,7 @@ class PostgresStore(WriterFront):
         self._read_lock = threading.Lock()
         try:
             self._db = self._connect()
-            self._create_schema(self._db)
+            create_schema(self._db, self.where)
         except psycopg.Error as exc:
             if self._db is not None:
                 self._db.close()
@@ -254,21 +333,6 @@ class PostgresStore(WriterFront):
         if self.fsync == "batch":
             db.execute("SET synchronous_commit TO off")
         return db
-
-    def _create_schema(self, db: psycopg.Connection[Any]) -> None:
-        """Create the tables if missing and check the version, in one transaction."""
-        with db.transaction():
-            db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            for sql in _SCHEMA:
-                db.execute(sql)
-            row = db.execute("SELECT version FROM ternmq_schema_version").fetchone()
-            if row is None:
-                db.execute("INSERT INTO ternmq_schema_version VALUES(%s)", (SCHEMA_VERSION,))
-            elif row[0] != SCHEMA_VERSION:
-                raise JMSException(
-                    f"the PostgreSQL store at {self.where} has ternmq schema {row[0]}; this "
-                    f"ternmq reads schema {SCHEMA_VERSION}"
-                )
 
     def _live(self, current: psycopg.Connection[Any] | None) -> psycopg.Connection[Any]:
         """``current`` if usable, else a new connection (at most one attempt per
@@ -434,14 +498,28 @@ class PostgresStore(WriterFront):
         statements = _statements(batches)
         if not statements:
             return
+        fence = self.fence
+        if fence is not None:
+            statements.insert(0, (_FENCE, (fence.epoch, fence.lock_pid)))
         self._db = db = self._live(self._db)
-        with self._using(db):
-            if len(statements) == 1:
-                db.execute(*statements[0])  # an implicit transaction of its own
-            else:
-                with db.transaction(), db.pipeline():
-                    for sql, params in statements:
-                        db.execute(sql, params)
+        try:
+            with self._using(db):
+                if len(statements) == 1:
+                    db.execute(*statements[0])  # an implicit transaction of its own
+                else:
+                    with db.transaction(), db.pipeline():
+                        for sql, params in statements:
+                            db.execute(sql, params)
+        except psycopg.errors.CheckViolation as exc:
+            if fence is None or exc.diag.constraint_name != _FENCE_CONSTRAINT:
+                raise
+            reason = (
+                f"this broker does not hold the live lock of the PostgreSQL store at "
+                f"{self.where} (its lock session ended or another broker took over): nothing "
+                "was written; a failover: URL reaches the live broker"
+            )
+            fence.on_breach(reason)
+            raise Fenced(reason, linked_exception=exc) from exc
         self.commits += 1
 
 

@@ -42,6 +42,11 @@ class HttpHost(ConnectionHost, Protocol):
         """The messaging connections (every gateway's)."""
         ...
 
+    @property
+    def role(self) -> str:
+        """``live``, or ``backup`` while another server holds the store's live lock."""
+        ...
+
 
 def json_response(data: object, status: int = 200) -> web.Response:
     """``data`` as a JSON response."""

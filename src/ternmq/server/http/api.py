@@ -199,6 +199,8 @@ class Api:
         """The broker (503 while the server stops)."""
         broker = self.host.broker
         if broker is None:
+            if self.host.role == "backup":
+                raise ApiError(503, "this server is a backup: ask the live server of its group")
             raise ApiError(503, "the broker is stopping: try again on a running broker")
         return broker
 
@@ -259,6 +261,8 @@ class Api:
     # ---- health and overview ----------------------------------------------------------------
     async def health(self, request: web.Request) -> web.StreamResponse:
         """``GET /api/health``."""
+        if self.host.role == "backup":
+            return json_response({"status": "waiting for the live lock", "role": "backup"}, 503)
         if self.host.broker is None:
             return json_response({"status": "stopped", "role": "live"}, 503)
         return json_response({"status": "ok", "role": "live"})
