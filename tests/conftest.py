@@ -53,10 +53,12 @@ def small_volume(tmp_path: pathlib.Path) -> Iterator[Callable[[str], pathlib.Pat
             subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def playwright() -> Iterator[Any]:
-    """Playwright for Python, once per test session (its sync API allows one per thread):
-    the browser tests launch Debian's Chromium through it (``_browser.launch``)."""
+    """Playwright for Python for one test module (its sync API allows one per thread, and
+    while it runs the thread has a running event loop, so ``asyncio.run`` fails: it must
+    not outlive the module that needs it): the browser tests launch Debian's Chromium
+    through it (``_browser.launch``)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:

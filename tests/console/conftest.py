@@ -96,11 +96,11 @@ def anonymous_server(tmp_path: pathlib.Path) -> Iterator[ConsoleServer]:
         s.process.kill()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(
     playwright: Playwright, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[BrowserContext]:
-    """Debian's Chromium, headless, with a fresh profile directory (one per test session)."""
+    """Debian's Chromium, headless, with a fresh profile directory (one per test module)."""
     ctx = launch(playwright, tmp_path_factory.mktemp("chromium-profile"), viewport=LAPTOP)
     ctx.set_default_timeout(UI_TIMEOUT_MS)
     expect.set_options(timeout=UI_TIMEOUT_MS)
