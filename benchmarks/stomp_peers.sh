@@ -17,7 +17,8 @@
 # once. Environment: BENCH (default ../shared/bench), SCENARIOS (S1,S2sync,S2b100,S3,S4,S5),
 # ROUNDS (3), BROKERS ("ternmq activemq rabbitmq"), OUT (build/bench-peers), TERNMQ_PYTHON
 # (.venv/bin/python), QUIET_PCT / MAX_OTHER (stompload.py --quiet-pct / --max-other; 0 = do
-# not wait for a quiet machine, do not redo runs disturbed by other work).
+# not wait for a quiet machine, do not redo runs disturbed by other work), AMQ_STOMP_PORT
+# (61633: ActiveMQ's STOMP port, moved off 61613, ternmq's own default).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH=${BENCH:-$ROOT/../shared/bench}
@@ -29,12 +30,23 @@ TERNMQ_PYTHON=${TERNMQ_PYTHON:-$ROOT/.venv/bin/python}
 QUIET_PCT=${QUIET_PCT:-0}
 MAX_OTHER=${MAX_OTHER:-0}
 TERNMQ_STOMP_PORT=61623
+# ActiveMQ's STOMP connector moves off 61613, which is also ternmq's default STOMP port (a
+# `ternmq serve` started elsewhere on the machine, by a test for instance, would take it).
+AMQ_STOMP_PORT=${AMQ_STOMP_PORT:-61633}
 
 # shellcheck source=/dev/null
 source "$BENCH/setup-peers.sh"
 LOADPY=$BENCH/.venv/bin/python
 [ -x "$LOADPY" ] || install_venv
 mkdir -p "$OUT"
+[ -f "$AMQ_CONF/activemq.xml" ] || install_activemq_instance
+sed -i "s#stomp://127.0.0.1:[0-9]*#stomp://127.0.0.1:$AMQ_STOMP_PORT#" "$AMQ_CONF/activemq.xml"
+eval "setup_$(declare -f wait_port)"
+wait_port() {  # setup-peers.sh's start_activemq waits for 61613: the moved port instead
+  local port=$1
+  [ "$port" = 61613 ] && port=$AMQ_STOMP_PORT
+  setup_wait_port "$port" "${2:-60}"
+}
 
 TERNMQ_PID=
 TERNMQ_DATA=
@@ -56,10 +68,14 @@ stop_ternmq() {
 }
 
 target() {  # the stompload.py options that reach BROKER
-  if [ "$1" = ternmq ]; then echo "--port $TERNMQ_STOMP_PORT"; else echo "--broker $1"; fi
+  case $1 in
+    ternmq) echo "--port $TERNMQ_STOMP_PORT" ;;
+    activemq) echo "--broker activemq --port $AMQ_STOMP_PORT" ;;
+    *) echo "--broker $1" ;;
+  esac
 }
 port_of() {  # BROKER's STOMP port
-  case $1 in ternmq) echo "$TERNMQ_STOMP_PORT" ;; activemq) echo 61613 ;; rabbitmq) echo 61614 ;; esac
+  case $1 in ternmq) echo "$TERNMQ_STOMP_PORT" ;; activemq) echo "$AMQ_STOMP_PORT" ;; rabbitmq) echo 61614 ;; esac
 }
 owner() {  # the name of the process listening on PORT (empty: nobody)
   ss -Hltnp "sport = :$1" | grep -o 'users:(("[^"]*"' | head -1 | cut -d'"' -f2
