@@ -128,7 +128,7 @@ def wait_http(url: str, limit_s: float = 10.0) -> None:
 def under_load(count: int, runs: int, period: float) -> None:
     """Messaging throughput with a scrape every ``period`` seconds and with none, alternating."""
     port = free_port()
-    with server(("--http-port", str(port))) as url:
+    with server(("--http-port", str(port), "--stomp-port", "-1")) as url:
         metrics = f"http://127.0.0.1:{port}/metrics"
         wait_http(metrics)
         factory = ConnectionFactory(url)  # pipelined NON_PERSISTENT sends, the default
