@@ -102,7 +102,11 @@ is_broker() {  # does BROKER itself (not some other program) listen on its STOMP
 }
 
 current=
-trap '[ -n "$current" ] && "stop_$current"' EXIT
+cleanup() {  # stop the broker of an interrupted turn; give ActiveMQ its 61613 back
+  if [ -n "$current" ]; then "stop_$current"; fi
+  sed -i "s#stomp://127.0.0.1:$AMQ_STOMP_PORT#stomp://127.0.0.1:61613#" "$AMQ_CONF/activemq.xml"
+}
+trap cleanup EXIT
 for round in $(seq 1 "$ROUNDS"); do
   for b in $BROKERS; do
     echo "round $round $b $(date -u +%FT%TZ) $(uptime)" | tee -a "$OUT/load.log"
