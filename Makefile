@@ -10,7 +10,7 @@ SPARK  := $(VENV)/.installed-spark
 # The JavaScript clients the tests drive (@stomp/stompjs in Chromium): npm ci into tests/js.
 JSDEPS := tests/js/node_modules/.installed
 
-.PHONY: venv install run demo pipeline-demo test lint typecheck unit catalog-coverage bench clean
+.PHONY: venv install run demo pipeline-demo test lint typecheck unit catalog-coverage bench bench-peers clean
 
 $(RUNSTAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -62,6 +62,11 @@ test: lint typecheck unit catalog-coverage
 
 bench: $(SPARK)
 	$(PY) -m benchmarks
+
+## make bench-peers: the STOMP side-by-side table against ActiveMQ 5.17 and RabbitMQ 3.10
+## (as root; ../shared/bench/setup-peers.sh install first; see docs/performance.md)
+bench-peers: $(RUNSTAMP)
+	TERNMQ_PYTHON=$(abspath $(PY)) benchmarks/stomp_peers.sh
 
 clean:
 	rm -rf $(VENV) tests/js/node_modules build dist *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

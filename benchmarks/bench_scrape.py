@@ -12,17 +12,30 @@ Prometheus text exposition (in a worker thread), the process metrics (constant) 
 
 Run: .venv/bin/python benchmarks/bench_scrape.py [--messages N] [--repeat R]
 Prints the best and the median of R scrapes, milliseconds, and the exposition's size.
+
+The second half asks whether scraping disturbs messaging: a ``ternmq serve`` process with
+its HTTP listener (bench_tcp.py's server), bench_tcp.py's "np 1->1 (pipelined sends)"
+(--count messages of 256 B, one producer and one consumer thread of this process), run
+with a thread that GETs ``/metrics`` every --period seconds and without it, alternating,
+--runs times each. Prints the median msg/s of each, their ratio, and the scrapes' times.
+
+Run: .venv/bin/python benchmarks/bench_scrape.py --part load [--count N] [--runs R]
+(--part both, the default, runs both halves; --part time only the first.)
 """
 
 from __future__ import annotations
 
 import argparse
+import socket
 import statistics
+import threading
 import time
 import types
+import urllib.request
 from collections.abc import Sequence
 
-from ternmq import TextMessage
+from bench_tcp import run_queue, server
+from ternmq import ConnectionFactory, TextMessage
 from ternmq.broker.config import BrokerConfig
 from ternmq.broker.engine import Broker
 from ternmq.message.codec import encode_message
@@ -76,13 +89,98 @@ def scrape_ms(broker: Broker, repeat: int) -> tuple[float, float, float, int]:
     return min(times), statistics.median(times), statistics.median(owner), size
 
 
+def free_port() -> int:
+    """A loopback TCP port nobody listens on right now (for ``--http-port``)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def scrape(url: str) -> float:
+    """GET ``url`` to the end; seconds it took."""
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        reply.read()
+    return time.perf_counter() - t0
+
+
+def scraper(url: str, period: float, stop: threading.Event, took: list[float]) -> None:
+    """Scrape ``url`` every ``period`` seconds until ``stop``; each scrape's seconds into
+    ``took``."""
+    while not stop.wait(period):
+        took.append(scrape(url))
+
+
+def wait_http(url: str, limit_s: float = 10.0) -> None:
+    """Return once ``url`` answers (the HTTP listener starts beside the messaging one)."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        try:
+            scrape(url)
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def under_load(count: int, runs: int, period: float) -> None:
+    """Messaging throughput with a scrape every ``period`` seconds and with none, alternating."""
+    port = free_port()
+    with server(("--http-port", str(port), "--stomp-port", "-1")) as url:
+        metrics = f"http://127.0.0.1:{port}/metrics"
+        wait_http(metrics)
+        factory = ConnectionFactory(url)  # pipelined NON_PERSISTENT sends, the default
+        run_queue(factory, count // 4)  # warm-up, not counted
+        rates: dict[bool, list[float]] = {False: [], True: []}
+        took: list[float] = []
+        for i in range(runs):
+            for scraping in (False, True) if i % 2 == 0 else (True, False):
+                if not scraping:
+                    rates[False].append(run_queue(factory, count))
+                    continue
+                stop = threading.Event()
+                thread = threading.Thread(target=scraper, args=(metrics, period, stop, took))
+                thread.start()
+                try:
+                    rates[True].append(run_queue(factory, count))
+                finally:
+                    stop.set()
+                    thread.join()
+        plain, scraped = statistics.median(rates[False]), statistics.median(rates[True])
+        print(f"np 1->1 (pipelined sends), {count:,} messages a run, {runs} runs each, alternating")
+        for name, key in (("no scrape", False), (f"scrape every {period:g} s", True)):
+            each = ", ".join(f"{r:,.0f}" for r in rates[key])
+            print(f"  {name:20s} median {statistics.median(rates[key]):>8,.0f} msg/s  ({each})")
+        print(f"  ratio scraped/none   {scraped / plain:.3f}")
+        if took:
+            print(
+                f"  scrapes: {len(took)}, median {statistics.median(took) * 1000:.1f} ms,"
+                f" max {max(took) * 1000:.1f} ms"
+            )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Fill, scrape, print; one line per case."""
+    """Fill, scrape, print; one line per case. Then (``--part load``) the throughput with and
+    without scrapes."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--part", choices=["both", "time", "load"], default="both")
     p.add_argument("--messages", type=int, default=1_000_000, help="the large case's messages")
     p.add_argument("--repeat", type=int, default=5, help="scrapes per case")
+    p.add_argument("--count", type=int, default=200_000, help="messages per throughput run")
+    p.add_argument("--runs", type=int, default=3, help="throughput runs with and without")
+    p.add_argument("--period", type=float, default=1.0, help="seconds between scrapes")
     args = p.parse_args(argv)
-    cases = [(10, 10), (10_000, 10_000), (10, args.messages)]
+    if args.part in ("both", "time"):
+        scrape_time(args.messages, args.repeat)
+    if args.part in ("both", "load"):
+        under_load(args.count, args.runs, args.period)
+
+
+def scrape_time(messages: int, repeat: int) -> None:
+    """The scrape's time with few and many destinations and messages held."""
+    cases = [(10, 10), (10_000, 10_000), (10, messages)]
     print(
         f"{'destinations':>12} {'messages':>10} {'fill s':>7} {'best ms':>8} {'median ms':>9}"
         f" {'on loop ms':>10} {'octets':>10}"
@@ -93,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         fill = time.perf_counter() - t0
         held = sum(st.depth for st in broker.stats())
         assert held == messages, (held, messages)
-        best, median, owner, size = scrape_ms(broker, args.repeat)
+        best, median, owner, size = scrape_ms(broker, repeat)
         print(
             f"{destinations:>12,} {messages:>10,} {fill:>7.1f} {best:>8.2f} {median:>9.2f}"
             f" {owner:>10.2f} {size:>10,}"

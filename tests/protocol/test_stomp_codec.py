@@ -290,6 +290,20 @@ def test_escape_round_trip_11() -> None:
         encode_frame("SEND", [("k", "v\r")], version="1.1")
 
 
+@pytest.mark.parametrize(
+    ("char", "escaped"), [("\\", b"\\\\"), ("\n", b"\\n"), (":", b"\\c"), ("\r", b"\\r")]
+)
+def test_each_escapable_character_alone_is_escaped_12(char: str, escaped: bytes) -> None:
+    """A name or value whose only special character is ``char`` is escaped, in a frame
+    whose other headers need no escaping (they are written as they are)."""
+    headers = [("plain", "value"), (f"n{char}", "v"), ("k", f"a{char}b"), ("last", "x")]
+    data = encode_frame("MESSAGE", headers)
+    assert data == (
+        b"MESSAGE\nplain:value\nn" + escaped + b":v\nk:a" + escaped + b"b\nlast:x\n\n\x00"
+    )
+    assert one(data).headers == headers
+
+
 def test_cr_inside_a_value_survives_in_11() -> None:
     """1.1 cannot escape CR but may carry it inside a value (not at its end)."""
     headers = [("k", "a\rb")]

@@ -143,6 +143,9 @@ _ESCAPE_11: Final = str.maketrans({"\\": "\\\\", "\n": "\\n", ":": "\\c"})
 _ESCAPE_12: Final = str.maketrans({"\\": "\\\\", "\n": "\\n", ":": "\\c", "\r": "\\r"})
 _UNESCAPE_11: Final = {"\\": "\\", "n": "\n", "c": ":"}
 _UNESCAPE_12: Final = {**_UNESCAPE_11, "r": "\r"}
+# Whether a header name or value holds a character that some version escapes: most hold
+# none, and a test is much cheaper than str.translate (a dictionary lookup per character).
+_NEEDS_ESCAPE: Final = re.compile(r"[\\\n:\r]").search
 _ESCAPE_SEQ: Final = re.compile(r"\\(.?)", re.DOTALL)
 _HEAD_END: Final = re.compile(rb"\n\r?\n")  # the empty line after the headers
 _EOLS: Final = re.compile(rb"(?:\r?\n)+")  # heart-beats between frames
@@ -236,7 +239,12 @@ def encode_frame(
                         f"header {name!r} ends with a carriage return, which STOMP 1.1 cannot "
                         "escape: remove it"
                     )
-        lines = [f"{name.translate(table)}:{value.translate(table)}" for name, value in pairs]
+        need = _NEEDS_ESCAPE
+        lines = [
+            f"{name.translate(table) if need(name) else name}:"
+            f"{value.translate(table) if need(value) else value}"
+            for name, value in pairs
+        ]
     head = "\n".join([command, *lines]).encode("utf-8")
     return b"".join((head, b"\n\n", body, b"\x00"))
 

@@ -1,0 +1,95 @@
+"""The side-by-side STOMP table: ternmq against ActiveMQ and RabbitMQ, with ratios and targets.
+
+Theory of operation: ``benchmarks/stomp_peers.sh`` leaves one JSON line per run (written by
+``../shared/bench/stompload.py run --json-out``) in ``OUT/BROKER.jsonl``. This reads them,
+takes per scenario and broker the median of each headline figure over the runs (skipping
+runs stompload.py marked as contaminated when clean ones exist, as its own ``report`` does),
+and prints a markdown table: the figure of every broker, ternmq / ActiveMQ, the target the
+issue "Performance" sets for that ratio and whether it is met, and the messages lost.
+
+Run: .venv/bin/python benchmarks/stomp_peers_table.py build/bench-peers/*.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from typing import Any
+
+Run = dict[str, Any]
+BROKERS = ("ternmq", "activemq", "rabbitmq")
+
+
+def _lat99(r: Run) -> float:
+    return float(r["lat_ms"]["p99"])
+
+
+# scenario: (what the figure is, how to read it from a run, target ratio, higher is better)
+HEADLINES: dict[str, tuple[str, Callable[[Run], float], float, bool]] = {
+    "S1": ("msg/s end to end", lambda r: float(r["e2e_rate"]), 1.2, True),
+    "S2sync": ("msg/s end to end", lambda r: float(r["e2e_rate"]), 1.3, True),
+    "S2b100": ("msg/s end to end", lambda r: float(r["e2e_rate"]), 1.5, True),
+    "S3": ("published/s", lambda r: float(r["send_rate"]), 1.2, True),
+    "S4": ("latency p99, ms", _lat99, 1.0, False),
+    "S5": ("MB/s end to end", lambda r: float(r["e2e_MBps"]), 1.0, True),
+}
+
+
+def load(paths: Sequence[str]) -> dict[tuple[str, str], list[Run]]:
+    """The finished runs of every file, by (scenario, broker)."""
+    runs: dict[tuple[str, str], list[Run]] = {}
+    for path in paths:
+        with open(path) as f:
+            for line in f:
+                if line.strip():
+                    r = json.loads(line)
+                    if "sent" in r:  # a run that failed has no figures
+                        runs.setdefault((r["scenario"], r["broker"]), []).append(r)
+    for key, rs in runs.items():
+        clean = [r for r in rs if not r.get("contaminated")]
+        runs[key] = clean or rs
+    return runs
+
+
+def cell(rs: list[Run], read: Callable[[Run], float], digits: int) -> str:
+    """The median of ``read`` over the runs, the broker's CPU and the run count."""
+    value = statistics.median(read(r) for r in rs)
+    cpu = statistics.median(float(r.get("broker_cpu_pct") or 0) for r in rs)
+    return f"{value:,.{digits}f} ({cpu:.0f}% CPU, n={len(rs)})"
+
+
+def table(runs: dict[tuple[str, str], list[Run]]) -> str:
+    """The markdown table of the headline figures, ratios and targets."""
+    lines = [
+        "| scenario | figure | " + " | ".join(BROKERS) + " | ternmq / ActiveMQ | target | lost |",
+        "|---|---|" + "---:|" * len(BROKERS) + "---:|---|---:|",
+    ]
+    for scen, (what, read, target, higher) in HEADLINES.items():
+        digits = 2 if scen == "S4" else 0
+        cells = [cell(runs[scen, b], read, digits) if (scen, b) in runs else "-" for b in BROKERS]
+        ratio, verdict = "-", f"{'>=' if higher else '<='} {target:g} x"
+        if (scen, "ternmq") in runs and (scen, "activemq") in runs:
+            ours = statistics.median(read(r) for r in runs[scen, "ternmq"])
+            theirs = statistics.median(read(r) for r in runs[scen, "activemq"])
+            ratio = f"{ours / theirs:.2f}"
+            met = ours >= target * theirs if higher else ours <= target * theirs
+            verdict += ": met" if met else ": **not met**"
+        lost = sum(int(r["lost"]) for b in BROKERS for r in runs.get((scen, b), []))
+        lines.append(
+            f"| {scen} | {what} | " + " | ".join(cells) + f" | {ratio} | {verdict} | {lost} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print the table of the given JSONL files."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("files", nargs="+", help="stompload.py --json-out files")
+    args = ap.parse_args(argv)
+    print(table(load(args.files)))
+
+
+if __name__ == "__main__":
+    main()
