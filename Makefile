@@ -10,7 +10,7 @@ SPARK  := $(VENV)/.installed-spark
 # The JavaScript clients the tests drive (@stomp/stompjs in Chromium): npm ci into tests/js.
 JSDEPS := tests/js/node_modules/.installed
 
-.PHONY: venv install run demo pipeline-demo test lint typecheck unit catalog-coverage bench bench-peers clean
+.PHONY: venv install run demo pipeline-demo test lint typecheck unit catalog-coverage bench bench-peers clean sysdeps
 
 $(RUNSTAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,7 +26,12 @@ $(SPARK): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,spark]'
 	touch $(SPARK)
 
-$(JSDEPS): tests/js/package.json tests/js/package-lock.json
+# What the tests drive besides Python (PostgreSQL, Chromium, npm, ActiveMQ's jars): from
+# Debian where missing; nothing to do when all is there.
+sysdeps:
+	bash tools/system-deps.sh
+
+$(JSDEPS): tests/js/package.json tests/js/package-lock.json | sysdeps
 	npm ci --prefix tests/js --silent --no-audit --no-fund
 	touch $(JSDEPS)
 
@@ -51,7 +56,7 @@ lint: $(SPARK)
 typecheck: $(SPARK)
 	$(VENV)/bin/mypy
 
-unit: $(SPARK) $(JSDEPS)
+unit: $(SPARK) sysdeps $(JSDEPS)
 	$(PY) -m pytest
 
 catalog-coverage: $(SPARK)
