@@ -20,6 +20,7 @@ import pytest
 
 from _proxy import Proxy
 from ternmq import ConnectionFactory, JMSException, Queue, Session, Topic
+from ternmq.admin import Admin
 from ternmq.errors import IllegalStateException, TransactionRolledBackException
 from ternmq.protocol import commands as c
 
@@ -244,6 +245,12 @@ def test_conn_30_temporary_queue_durable_subscription_and_listener_survive(
             s.create_producer(Queue("fo.listen")).send(s.create_text_message("l1"))
             deadline = time.monotonic() + 10
             while not heard and time.monotonic() < deadline:
+                time.sleep(0.01)
+            # the cut comes once the broker has the listener's ack of l1 (an ack lost with
+            # the link would rightly bring l1 back, redelivered)
+            admin = Admin(other)
+            while admin.stat("queue://fo.listen")[0].dequeued < 1:
+                assert time.monotonic() < deadline, "the listener's ack never arrived"
                 time.sleep(0.01)
             proxy.cut()
             # published after the cut: the durable subscription keeps it; the temporary
