@@ -372,7 +372,10 @@ class PostgresStore(WriterFront):
         try:
             yield conn
         except psycopg.OperationalError as exc:
-            if conn.closed or conn.broken:
+            # A connection lost inside a pipelined transaction may be left in pipeline mode
+            # without being marked broken: every later statement would then fail ("not
+            # allowed in pipeline mode"). It is replaced like a broken one.
+            if conn.closed or conn.broken or conn.pgconn.pipeline_status:
                 conn.close()
                 self._last_error = exc
                 raise self._unavailable(exc) from exc
