@@ -56,8 +56,11 @@ lint: $(SPARK)
 typecheck: $(SPARK)
 	$(VENV)/bin/mypy
 
+# The suite on TEST_WORKERS processes (pytest-xdist; a test file stays on one worker, so its
+# module fixtures are set up once); TEST_WORKERS=0 runs it in this process.
+TEST_WORKERS ?= 2
 unit: $(SPARK) sysdeps $(JSDEPS)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 catalog-coverage: $(SPARK)
 	$(PY) tools/catalog_coverage.py
