@@ -54,6 +54,7 @@ __all__ = [
     "StompLimits",
     "StompParser",
     "encode_frame",
+    "encode_headers",
     "unescape_headers",
 ]
 
@@ -217,7 +218,28 @@ def encode_frame(
     pairs = list(headers)
     if content_length and body and not any(k == "content-length" for k, _ in pairs):
         pairs.append(("content-length", str(len(body))))
-    if version == "1.0" or command in _RAW_COMMANDS:
+    lines = encode_headers(pairs, version, raw=command in _RAW_COMMANDS, command=command)
+    return b"".join((command.encode("utf-8"), b"\n", lines, b"\n", body, b"\x00"))
+
+
+def encode_headers(
+    headers: Iterable[tuple[str, str]],
+    version: str = "1.2",
+    *,
+    raw: bool = False,
+    command: str = "MESSAGE",
+) -> bytes:
+    """Header lines as octets, each ending with LF, escaped per ``version`` (none in 1.0,
+    nor with ``raw``, as in CONNECT, STOMP and CONNECTED frames): the middle of a frame,
+    for a caller that assembles frames from parts it reuses (:func:`encode_frame` is one).
+
+    Raises:
+        StompError: a header that cannot be sent unescaped (a newline in 1.0 or a
+            ``raw`` frame, a colon in a name, a carriage return at the end of a value);
+            ``command`` names the frame in the message.
+    """
+    pairs = headers if isinstance(headers, list) else list(headers)
+    if version == "1.0" or raw:
         for name, value in pairs:
             if "\n" in name or "\n" in value or ":" in name or name.endswith("\r"):
                 raise StompError(
@@ -229,7 +251,7 @@ def encode_frame(
                     f"header {name!r} ends with a carriage return, which a STOMP {version} "
                     f"{command} frame cannot carry unescaped: remove it"
                 )
-        lines = [f"{name}:{value}" for name, value in pairs]
+        lines = [f"{name}:{value}\n" for name, value in pairs]
     else:
         table = _ESCAPE_12 if version == "1.2" else _ESCAPE_11
         if version == "1.1":
@@ -242,11 +264,10 @@ def encode_frame(
         need = _NEEDS_ESCAPE
         lines = [
             f"{name.translate(table) if need(name) else name}:"
-            f"{value.translate(table) if need(value) else value}"
+            f"{value.translate(table) if need(value) else value}\n"
             for name, value in pairs
         ]
-    head = "\n".join([command, *lines]).encode("utf-8")
-    return b"".join((head, b"\n\n", body, b"\x00"))
+    return "".join(lines).encode("utf-8")
 
 
 # ---- parsing -------------------------------------------------------------------------------

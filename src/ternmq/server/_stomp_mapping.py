@@ -35,17 +35,31 @@ from typing import Final
 from ternmq.destination import Destination, destination
 from ternmq.errors import InvalidDestinationException, MessageFormatException
 from ternmq.message import BytesMessage, MapMessage, Message, StreamMessage, TextMessage
-from ternmq.message._convert import to_string
-from ternmq.message._names import JMSX_TYPES, check_property_name
+from ternmq.message._convert import TYPE_NAMES, to_string
+from ternmq.message._names import JMSX_TYPES
 from ternmq.message._object import ObjectMessage
 from ternmq.message._types import T
+from ternmq.message.codec import (
+    DEFAULT_LIMITS,
+    KIND_BYTES,
+    KIND_TEXT,
+    CodecLimitError,
+    CodecLimits,
+    decode_message,
+    encode_fields,
+)
+from ternmq.protocol.stomp import encode_headers
 
 __all__ = [
     "BODY_TYPE_HEADER",
     "FRAME_HEADERS",
+    "MessageFrames",
+    "SendParts",
+    "delivery_head",
+    "encode_send",
     "jms_destination",
-    "message_from_send",
     "message_headers",
+    "subscription_head",
     "stomp_destination",
 ]
 
@@ -147,7 +161,55 @@ def _is_text(headers: dict[str, str]) -> bool:
     return "content-length" not in headers
 
 
-def message_from_send(
+class SendParts:
+    """What a SEND becomes: the engine's stored form of the message and the routing fields
+    of its :class:`~ternmq.protocol.commands.Send`.
+
+    Attributes:
+        data: the encoded message (``message/codec.py``), as the store and every consumer
+            get it.
+        destination: where it goes.
+        persistent: PERSISTENT (True) or NON_PERSISTENT.
+        priority: 0..9.
+        expiration: epoch milliseconds, 0 for never.
+        delivery_time: epoch milliseconds before which it is not delivered.
+        group_id: the ``JMSXGroupID`` header, if any.
+        group_seq: the ``JMSXGroupSeq`` header, 0 without one.
+    """
+
+    __slots__ = (
+        "data",
+        "delivery_time",
+        "destination",
+        "expiration",
+        "group_id",
+        "group_seq",
+        "persistent",
+        "priority",
+    )
+
+    def __init__(
+        self,
+        data: bytes,
+        destination: Destination,
+        persistent: bool,
+        priority: int,
+        expiration: int,
+        delivery_time: int,
+        group_id: str | None,
+        group_seq: int,
+    ) -> None:
+        self.data = data
+        self.destination = destination
+        self.persistent = persistent
+        self.priority = priority
+        self.expiration = expiration
+        self.delivery_time = delivery_time
+        self.group_id = group_id
+        self.group_seq = group_seq
+
+
+def encode_send(
     headers: Iterable[tuple[str, str]],
     body: bytes,
     *,
@@ -155,9 +217,15 @@ def message_from_send(
     message_id: str,
     resolve: Callable[[str], Destination],
     persistent_default: bool = False,
-) -> Message:
-    """The JMS message a SEND frame carries (headers stamped: id, timestamp, destination,
-    delivery mode, priority, expiration, delivery time).
+    limits: CodecLimits = DEFAULT_LIMITS,
+) -> SendParts:
+    """The JMS message a SEND frame carries, encoded once in the stored form (headers
+    stamped: id, timestamp, destination, delivery mode, priority, expiration, delivery
+    time), with the routing fields of its engine request.
+
+    No message object is built: the fields go from the headers straight to
+    :func:`~ternmq.message.codec.encode_fields`, the octets being those
+    :func:`~ternmq.message.codec.encode_message` writes for the same message.
 
     Args:
         headers: the frame's headers in wire order (the first of a repeated name wins).
@@ -166,70 +234,110 @@ def message_from_send(
         message_id: the JMSMessageID to give it.
         resolve: a STOMP destination (``destination``, ``reply-to``) -> JMS destination.
         persistent_default: the delivery mode without a ``persistent`` header.
+        limits: the codec's bounds (properties, body size, encoded size).
 
     Raises:
-        MessageFormatException: a header value out of range, or a text body that is not in
-            its charset.
+        MessageFormatException: a header value out of range, a JMS-defined property of a
+            type STOMP cannot carry, a text body that is not in its charset, or a message
+            past ``limits`` (the error names the limit).
         InvalidDestinationException: a destination form ternmq does not know.
     """
     first: dict[str, str] = {}
     for name, value in headers:
-        first.setdefault(name, value)
+        if name not in first:
+            first[name] = value
     dest_text = first.get("destination")
     if dest_text is None:
         raise InvalidDestinationException("SEND needs a destination header, e.g. /queue/NAME")
-    msg: Message
+    content: str | bytes
     if _is_text(first):
+        kind = KIND_TEXT
         charset = _charset(first.get("content-type", ""))
         try:
-            text = body.decode(charset)
+            content = body.decode(charset)
         except (LookupError, UnicodeDecodeError) as exc:
             raise MessageFormatException(
                 f"the body is not text in {charset}: send it as bytes (amq-msg-type:bytes) or "
                 f"name its charset in content-type ({exc})"
             ) from exc
-        msg = TextMessage()
-        msg._text = text
     else:
-        bmsg = BytesMessage()
-        bmsg._buffer = bytearray(body)
-        msg = bmsg
-    msg._destination = resolve(dest_text)
-    msg._message_id = message_id
-    msg._timestamp = now_ms
+        kind = KIND_BYTES
+        content = body
+    if len(content) > limits.max_body_size:
+        raise CodecLimitError(
+            "max_body_size", len(content), limits.max_body_size, "STOMP SEND body"
+        )
+    dest = resolve(dest_text)
     persistent = first.get("persistent")
     if persistent is None:
-        msg._delivery_mode = 2 if persistent_default else 1
+        durable = persistent_default
     else:
-        msg._delivery_mode = 2 if persistent.strip().lower() == "true" else 1
-    if "priority" in first:
-        msg._priority = _int_header(first["priority"], "priority", 0, 9)
-    if "expires" in first:
-        msg._expiration = _int_header(first["expires"], "expires", 0)
-    if "AMQ_SCHEDULED_DELAY" in first:
-        delay = _int_header(first["AMQ_SCHEDULED_DELAY"], "AMQ_SCHEDULED_DELAY", 0)
-        msg._delivery_time = now_ms + delay
-    else:
-        msg._delivery_time = now_ms
-    if "correlation-id" in first:
-        msg._correlation_id = first["correlation-id"]
-    if "type" in first:
-        msg._type = first["type"]
-    if "reply-to" in first:
-        msg._reply_to = resolve(first["reply-to"])
+        durable = persistent.strip().lower() == "true"
+    get = first.get
+    text = get("priority")
+    priority = 4 if text is None else _int_header(text, "priority", 0, 9)
+    text = get("expires")
+    expiration = 0 if text is None else _int_header(text, "expires", 0)
+    text = get("AMQ_SCHEDULED_DELAY")
+    delivery_time = (
+        now_ms if text is None else now_ms + _int_header(text, "AMQ_SCHEDULED_DELAY", 0)
+    )
+    text = get("reply-to")
+    reply_to = None if text is None else str(resolve(text))
+    props: dict[str, str | int] = {}
+    types: dict[str, T] = {}
+    frame_headers = FRAME_HEADERS
     for name, value in first.items():
-        if name in FRAME_HEADERS:
+        if name in frame_headers:
             continue
-        tag = JMSX_TYPES.get(name, T.STRING)
-        if tag is T.INT:
-            msg._store_property(name, T.INT, _int_header(value, name, -(2**31), 2**31 - 1))
-            continue
-        try:
-            check_property_name(name)
-        except ValueError:
-            pass  # STOMP header names need not be identifiers: kept, not selectable
-        msg._store_property(name, T.STRING, value)
-    return msg
+        tag = JMSX_TYPES.get(name)
+        if tag is None or tag is T.STRING:
+            # STOMP header names need not be identifiers: kept, not selectable.
+            props[name] = value
+            types[name] = T.STRING
+        elif tag is T.INT:
+            props[name] = _int_header(value, name, -(2**31), 2**31 - 1)
+            types[name] = T.INT
+        else:
+            raise MessageFormatException(
+                f"header {name} names a JMS-defined property of type "
+                f"{TYPE_NAMES[tag]}, which a STOMP header cannot carry: leave it out"
+            )
+    if len(props) > limits.max_properties:
+        raise CodecLimitError(
+            "max_properties", len(props), limits.max_properties, "number of properties"
+        )
+    data = encode_fields(
+        kind,
+        message_id,
+        now_ms,
+        get("correlation-id"),
+        reply_to,
+        str(dest),
+        2 if durable else 1,
+        False,
+        get("type"),
+        expiration,
+        delivery_time,
+        priority,
+        props,
+        types,
+        content,
+        limits,
+        "STOMP SEND",
+    )
+    group = props.get("JMSXGroupID")
+    seq = props.get("JMSXGroupSeq", 0)
+    return SendParts(
+        data,
+        dest,
+        durable,
+        priority,
+        expiration,
+        delivery_time,
+        group if isinstance(group, str) else None,
+        seq if isinstance(seq, int) else 0,
+    )
 
 
 def _json_value(tag: T, value: object) -> object:
@@ -259,35 +367,22 @@ def _dump(doc: object) -> bytes:
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=True).encode()
 
 
-def message_headers(
-    msg: Message,
-    *,
-    subscription: str,
-    ack: str | None,
-    delivery_count: int,
-) -> tuple[list[tuple[str, str]], bytes]:
-    """The headers and body of the MESSAGE frame that delivers ``msg``.
+def message_headers(msg: Message) -> tuple[list[tuple[str, str]], bytes]:
+    """The headers and body of a MESSAGE frame that delivers ``msg``, without those of the
+    delivery itself (``subscription``, ``ack``, ``redelivered``, ``JMSXDeliveryCount``:
+    :func:`delivery_head`), which go before them.
 
     Args:
         msg: the decoded message.
-        subscription: the SUBSCRIBE frame's ``id``.
-        ack: the ``ack`` header (the id an ACK or NACK names), or None (auto).
-        delivery_count: the JMSXDeliveryCount of this delivery.
     """
     body, ctype, kind = _body(msg)
     h: list[tuple[str, str]] = [
-        ("subscription", subscription),
         ("message-id", msg._message_id or ""),
         ("destination", stomp_destination(msg._destination) if msg._destination else ""),
-    ]
-    if ack is not None:
-        h.append(("ack", ack))
-    h += [
         ("persistent", "true" if msg._delivery_mode == 2 else "false"),
         ("priority", str(msg._priority)),
         ("expires", str(msg._expiration)),
         ("timestamp", str(msg._timestamp)),
-        ("redelivered", "true" if delivery_count > 1 else "false"),
     ]
     corr = msg._correlation_id
     if corr is not None:
@@ -303,10 +398,93 @@ def message_headers(
         text = to_string(types[name], value)
         if text is not None:
             h.append((name, text))
-    h.append(("JMSXDeliveryCount", str(delivery_count)))
     if kind is not None:
         h.append((BODY_TYPE_HEADER, kind))
     if ctype is not None:
         h.append(("content-type", ctype))
     h.append(("content-length", str(len(body))))
     return h, body
+
+
+_FIRST_DELIVERY: Final = b"redelivered:false\nJMSXDeliveryCount:1\n"
+
+
+def delivery_head(subscription: bytes, ack: str | None, delivery_count: int) -> bytes:
+    """The start of a MESSAGE frame, up to the headers of the delivery itself.
+
+    Args:
+        subscription: ``MESSAGE`` and the ``subscription`` header line, as
+            :func:`subscription_head` gives them.
+        ack: the ``ack`` header (the id an ACK or NACK names: decimal digits), or None
+            (auto).
+        delivery_count: the JMSXDeliveryCount of this delivery.
+    """
+    if delivery_count == 1:
+        tail = _FIRST_DELIVERY
+    else:
+        tail = b"redelivered:true\nJMSXDeliveryCount:%d\n" % delivery_count
+    if ack is None:
+        return subscription + tail
+    return b"%back:%s\n%b" % (subscription, ack.encode("ascii"), tail)
+
+
+def subscription_head(subscription: str, version: str) -> bytes:
+    """``MESSAGE`` and the ``subscription`` header line of a SUBSCRIBE's ``id``, escaped
+    per ``version`` (see :func:`delivery_head`).
+
+    Raises:
+        StompError: an id that ``version`` cannot carry (a newline in 1.0).
+    """
+    return b"MESSAGE\n" + encode_headers([("subscription", subscription)], version)
+
+
+# A body up to this size is copied into the frame's one buffer; a larger one is written as
+# a part of its own (the socket's writelines takes the parts without joining them).
+_JOIN_MAX: Final = 16 * 1024
+
+
+class MessageFrames:
+    """The part of MESSAGE frames that depends on the message only, built from its stored
+    form.
+
+    Theory of operation: a delivery is :func:`delivery_head` (per delivery: subscription,
+    ack id, delivery count) followed by the parts this object makes of the stored octets
+    (the JMS headers, properties and body, escaped per version, and the closing NUL). The
+    parts of the last message are kept: topic fan-out hands every subscriber the same
+    stored octets in a row (the same object), so the second to last subscriber reuse the
+    first one's work. It holds one message at most (the last delivered).
+
+    Attributes:
+        message_id: the JMSMessageID of the message of the last :meth:`parts` call.
+    """
+
+    __slots__ = ("_parts", "_raw", "_version", "message_id")
+
+    def __init__(self) -> None:
+        self._raw: bytes | None = None
+        self._version = ""
+        self._parts: tuple[bytes, ...] = ()
+        self.message_id: str | None = None
+
+    def parts(self, raw: bytes, version: str) -> tuple[bytes, ...]:
+        """The message part of a MESSAGE frame for the stored octets ``raw`` in STOMP
+        ``version``: one buffer, or for a large body the headers, the body and the NUL.
+
+        Raises:
+            MessageFormatException: ``raw`` is not a valid encoded message.
+            StompError: a header that ``version`` cannot carry (a newline in 1.0).
+        """
+        if raw is self._raw and version == self._version:
+            return self._parts
+        msg = decode_message(raw)
+        headers, body = message_headers(msg)
+        lines = encode_headers(headers, version)
+        if len(body) <= _JOIN_MAX:
+            parts: tuple[bytes, ...] = (b"".join((lines, b"\n", body, b"\x00")),)
+        else:
+            parts = (lines + b"\n", body, b"\x00")
+        self._raw = raw
+        self._version = version
+        self._parts = parts
+        self.message_id = msg._message_id
+        return parts

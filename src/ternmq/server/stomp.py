@@ -58,7 +58,6 @@ from typing import ClassVar, Final, Literal
 from ternmq._version import __version__
 from ternmq.destination import Destination, TemporaryQueue, TemporaryTopic, destination
 from ternmq.errors import JMSException
-from ternmq.message.codec import decode_message, encode_message
 from ternmq.protocol import commands as c
 from ternmq.protocol.stomp import StompFrame, StompLimits, encode_frame
 from ternmq.protocol.stomp_connection import (
@@ -72,9 +71,11 @@ from ternmq.protocol.stomp_connection import (
 )
 from ternmq.server._gateway import ConnectionHost, GatewayConnection
 from ternmq.server._stomp_mapping import (
+    MessageFrames,
+    delivery_head,
+    encode_send,
     jms_destination,
-    message_from_send,
-    message_headers,
+    subscription_head,
 )
 from ternmq.server.logs import log_event
 from ternmq.server.native import NativeConnection
@@ -89,6 +90,10 @@ _DURABLE_HEADERS: Final = ("durable-subscription-name", "activemq.subscriptionNa
 DEFAULT_PREFETCH: Final = 100
 _SEND_SESSION: Final = 1
 _STALE_MAX: Final = 4096  # ack ids released by a NACK/ABORT, remembered to ignore late ACKs
+_RESOLVED_MAX: Final = 256  # STOMP destination texts -> Destination, remembered per connection
+# The message part of MESSAGE frames, shared by every STOMP connection of the process (they
+# all run on the event loop): topic fan-out delivers one message to each subscriber in turn.
+_FRAMES: Final = MessageFrames()
 
 AckMode = Literal["auto", "client", "client-individual"]
 _ACK_MODES: Final[tuple[AckMode, ...]] = ("auto", "client", "client-individual")
@@ -101,13 +106,15 @@ _CLOSED: Final = State.CLOSED
 class _Subscription:
     """One SUBSCRIBE: its own engine session and consumer (both numbered ``sid``)."""
 
-    __slots__ = ("ack", "durable", "id", "sid", "unacked")
+    __slots__ = ("ack", "durable", "head", "id", "sid", "unacked")
 
     def __init__(self, sub_id: str, sid: int, ack: AckMode, durable: str | None) -> None:
         self.id = sub_id
         self.sid = sid
         self.ack = ack
         self.durable = durable
+        # "MESSAGE" and its subscription header line, made at the first delivery.
+        self.head: bytes | None = None
         # ack id -> (delivery id, message id if ACK may name it) of the messages handed
         # over and not yet ACKed or NACKed, in delivery order (dicts keep insertion order:
         # an "ack:client" ACK is cumulative).
@@ -172,6 +179,7 @@ class StompConnection(GatewayConnection):
         self._stale: dict[str, None] = {}
         self._txs: dict[str, _Transaction] = {}
         self._temps: dict[str, str] = {}  # "/temp-queue/NAME" -> "temp-queue://..."
+        self._resolved: dict[str, Destination] = {}  # "/queue/NAME" -> its Destination
         self._settle: dict[int, list[int]] = {}  # auto-ack deliveries, by session
         self._settle_scheduled = False
         self._held_credit: dict[int, int] = {}  # credit withheld while writing is paused
@@ -309,19 +317,24 @@ class StompConnection(GatewayConnection):
         sub = self._by_sid.get(d.consumer_id)
         if sub is None:
             return  # unsubscribed meanwhile: the engine took it back
-        msg = decode_message(d.message)
+        version = self.wire.version
+        parts = _FRAMES.parts(d.message, version)
+        head = sub.head
+        if head is None:
+            head = sub.head = subscription_head(sub.id, version)
         ack_id: str | None = None
         if sub.ack != "auto":
             ack_id = str(d.delivery_id)
-            mid = msg._message_id if self._version != "1.2" else None
+            mid = _FRAMES.message_id if version != "1.2" else None
             sub.unacked[ack_id] = (d.delivery_id, mid)
             self._ack_owner[ack_id] = sub
             if mid:
                 self._msg_ack[mid] = ack_id
-        headers, body = message_headers(
-            msg, subscription=sub.id, ack=ack_id, delivery_count=d.delivery_count
-        )
-        self._write(encode_frame("MESSAGE", headers, body, version=self._version))
+        head = delivery_head(head, ack_id, d.delivery_count)
+        if len(parts) == 1:
+            self._write(head + parts[0])
+        else:
+            self._write_parts((head, *parts))
         if sub.ack == "auto":
             ids = self._settle.setdefault(sub.sid, [])
             ids.append(d.delivery_id)
@@ -429,7 +442,14 @@ class StompConnection(GatewayConnection):
             self._temps[text] = str(made)
             self._request(c.CreateTemporary(corr=self._corr(), topic=topic, name=name))
             return made
-        return destination(jms_destination(text))
+        resolved = self._resolved
+        dest = resolved.get(text)
+        if dest is None:
+            dest = destination(jms_destination(text))
+            if len(resolved) >= _RESOLVED_MAX:
+                del resolved[next(iter(resolved))]
+            resolved[text] = dest
+        return dest
 
     # ---- frames ---------------------------------------------------------------------------
     def _on_send(self, frame: StompFrame) -> None:
@@ -438,7 +458,7 @@ class StompConnection(GatewayConnection):
         if conn is None or broker is None:
             return
         tx = self._transaction(frame)
-        msg = message_from_send(
+        sent = encode_send(
             frame.headers,
             frame.body,
             now_ms=broker.clock.now_ms(),
@@ -446,10 +466,7 @@ class StompConnection(GatewayConnection):
             message_id=f"ID:{_PROCESS_ID}-{conn.id.removeprefix('ID:')}-{next(self._msg_ids)}",
             resolve=self._resolve,
         )
-        assert msg._destination is not None
-        group = msg._properties.get("JMSXGroupID")
-        seq = msg._properties.get("JMSXGroupSeq", 0)
-        encoded = encode_message(msg)
+        encoded = sent.data
         if tx is not None:
             tx.sent += len(encoded)
             most = self.limits.stomp_max_transaction_bytes
@@ -461,14 +478,14 @@ class StompConnection(GatewayConnection):
         req = c.Send(
             corr=self._corr(),
             session_id=tx.sid if tx is not None else _SEND_SESSION,
-            destination=str(msg._destination),
+            destination=str(sent.destination),
             message=encoded,
-            persistent=msg._delivery_mode == 2,
-            priority=msg._priority,
-            expiration=msg._expiration,
-            delivery_time=msg._delivery_time,
-            group_id=group if isinstance(group, str) else None,
-            group_seq=seq if isinstance(seq, int) and not isinstance(seq, bool) else 0,
+            persistent=sent.persistent,
+            priority=sent.priority,
+            expiration=sent.expiration,
+            delivery_time=sent.delivery_time,
+            group_id=sent.group_id,
+            group_seq=sent.group_seq,
         )
         self._request(req, frame.get("receipt"))
 
