@@ -253,6 +253,12 @@ def encode_headers(
                 )
         lines = [f"{name}:{value}\n" for name, value in pairs]
     else:
+        # Most headers hold no character to escape: one pass over the lines tells (each
+        # line has one colon and one LF of its own), and they are the octets.
+        text = "".join([f"{name}:{value}\n" for name, value in pairs])
+        n = len(pairs)
+        if text.count(":") == n and text.count("\n") == n and "\\" not in text and "\r" not in text:
+            return text.encode("utf-8")
         table = _ESCAPE_12 if version == "1.2" else _ESCAPE_11
         if version == "1.1":
             for name, value in pairs:

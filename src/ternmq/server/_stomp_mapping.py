@@ -279,9 +279,7 @@ def encode_send(
     text = get("expires")
     expiration = 0 if text is None else _int_header(text, "expires", 0)
     text = get("AMQ_SCHEDULED_DELAY")
-    delivery_time = (
-        now_ms if text is None else now_ms + _int_header(text, "AMQ_SCHEDULED_DELAY", 0)
-    )
+    delivery_time = now_ms if text is None else now_ms + _int_header(text, "AMQ_SCHEDULED_DELAY", 0)
     text = get("reply-to")
     reply_to = None if text is None else str(resolve(text))
     props: dict[str, str | int] = {}
@@ -376,6 +374,8 @@ def message_headers(msg: Message) -> tuple[list[tuple[str, str]], bytes]:
         msg: the decoded message.
     """
     body, ctype, kind = _body(msg)
+    # The message-id ("ID:...") holds a colon, escaped in 1.1 and 1.2: it comes first, so
+    # that the encoder can escape it on its own and take the others in one pass.
     h: list[tuple[str, str]] = [
         ("message-id", msg._message_id or ""),
         ("destination", stomp_destination(msg._destination) if msg._destination else ""),
@@ -478,7 +478,7 @@ class MessageFrames:
             return self._parts
         msg = decode_message(raw)
         headers, body = message_headers(msg)
-        lines = encode_headers(headers, version)
+        lines = encode_headers(headers[:1], version) + encode_headers(headers[1:], version)
         if len(body) <= _JOIN_MAX:
             parts: tuple[bytes, ...] = (b"".join((lines, b"\n", body, b"\x00")),)
         else:
