@@ -175,3 +175,17 @@ def test_large_body_is_a_part_of_its_own() -> None:
     assert parts[1] == body
     frame = parse(subscription_head("s", "1.2") + b"".join(parts), "1.2")
     assert frame.body == body
+
+
+def test_kept_parts_are_bounded_and_reused() -> None:
+    frames = MessageFrames(budget=4000)
+    datas = [send([("destination", "/topic/t"), ("n", str(i))]) for i in range(20)]
+    first = [frames.parts(d, "1.2") for d in datas[:3]]
+    # A later subscriber of the same messages (equal octets, another object) reuses them.
+    assert [frames.parts(bytes(bytearray(d)), "1.2") for d in datas[:3]] == first
+    assert all(frames.parts(d, "1.2") is p for d, p in zip(datas, first, strict=False))
+    for d in datas:
+        frames.parts(d, "1.2")
+    assert frames._held <= 4000
+    assert datas[0] not in frames._kept  # the oldest went first
+    assert datas[-1] in frames._kept

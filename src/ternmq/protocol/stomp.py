@@ -479,6 +479,12 @@ class StompParser:
         unescape = version != "1.0" and command not in _RAW_COMMANDS
         table = _UNESCAPE_12 if version == "1.2" else _UNESCAPE_11
         max_line = limits.max_header_length
+        if head_end - start <= max_line and "\r" not in text and "\\" not in text:
+            # The usual frame: no line can be over the limit (the whole block is not), no
+            # CR to strip, nothing to unescape; a line without a colon takes the long way.
+            split = [line.partition(":") for line in lines[1:]]
+            if all([colon for _, colon, _ in split]):
+                return command, [(name, value) for name, _, value in split]
         headers: list[tuple[str, str]] = []
         for line in lines[1:] if len(lines) > 1 else ():
             if line.endswith("\r"):

@@ -450,20 +450,27 @@ class MessageFrames:
     Theory of operation: a delivery is :func:`delivery_head` (per delivery: subscription,
     ack id, delivery count) followed by the parts this object makes of the stored octets
     (the JMS headers, properties and body, escaped per version, and the closing NUL). The
-    parts of the last message are kept: topic fan-out hands every subscriber the same
-    stored octets in a row (the same object), so the second to last subscriber reuse the
-    first one's work. It holds one message at most (the last delivered).
+    parts of recent small messages are kept, keyed by their stored octets (equal octets are
+    the same message, so they make the same parts): topic fan-out hands every subscriber
+    the same message, in a row or, when a subscriber's credit comes back later, a prefetch
+    window later, and each subscriber after the first reuses the first one's work. What is
+    kept is bounded by ``budget`` octets, the oldest going first; a message larger than
+    :data:`_JOIN_MAX` is never kept (hashing it would cost more than it saves).
+
+    Args:
+        budget: octets of stored messages and their parts to keep, at most.
 
     Attributes:
         message_id: the JMSMessageID of the message of the last :meth:`parts` call.
     """
 
-    __slots__ = ("_parts", "_raw", "_version", "message_id")
+    __slots__ = ("_budget", "_held", "_kept", "message_id")
 
-    def __init__(self) -> None:
-        self._raw: bytes | None = None
-        self._version = ""
-        self._parts: tuple[bytes, ...] = ()
+    def __init__(self, budget: int = 2 * 1024 * 1024) -> None:
+        self._budget = budget
+        self._held = 0
+        # stored octets -> (version, message id, parts), oldest first
+        self._kept: dict[bytes, tuple[str, str | None, tuple[bytes, ...]]] = {}
         self.message_id: str | None = None
 
     def parts(self, raw: bytes, version: str) -> tuple[bytes, ...]:
@@ -474,17 +481,27 @@ class MessageFrames:
             MessageFormatException: ``raw`` is not a valid encoded message.
             StompError: a header that ``version`` cannot carry (a newline in 1.0).
         """
-        if raw is self._raw and version == self._version:
-            return self._parts
+        small = len(raw) <= _JOIN_MAX
+        if small:
+            hit = self._kept.get(raw)
+            if hit is not None and hit[0] == version:
+                self.message_id = hit[1]
+                return hit[2]
         msg = decode_message(raw)
         headers, body = message_headers(msg)
         lines = encode_headers(headers[:1], version) + encode_headers(headers[1:], version)
-        if len(body) <= _JOIN_MAX:
-            parts: tuple[bytes, ...] = (b"".join((lines, b"\n", body, b"\x00")),)
-        else:
-            parts = (lines + b"\n", body, b"\x00")
-        self._raw = raw
-        self._version = version
-        self._parts = parts
-        self.message_id = msg._message_id
+        self.message_id = mid = msg._message_id
+        if len(body) > _JOIN_MAX:
+            return (lines + b"\n", body, b"\x00")
+        parts = (b"".join((lines, b"\n", body, b"\x00")),)
+        if small:
+            kept = self._kept
+            old = kept.pop(raw, None)
+            if old is not None:
+                self._held -= len(raw) + len(old[2][0])
+            kept[raw] = (version, mid, parts)
+            self._held += len(raw) + len(parts[0])
+            while self._held > self._budget:
+                oldest = next(iter(kept))
+                self._held -= len(oldest) + len(kept.pop(oldest)[2][0])
         return parts
