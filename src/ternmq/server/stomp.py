@@ -168,6 +168,7 @@ class StompConnection(GatewayConnection):
         self._corrs = itertools.count(1)
         self._ids = itertools.count(2)  # engine session/consumer numbers (1: sends)
         self._msg_ids = itertools.count(1)
+        self._msg_id_prefix = ""  # "ID:<process>-<connection>-", set once connected
         self._pending: dict[int, list[str]] = {}  # corr -> receipts to write on its reply
         self._riders: dict[int, int] = {}  # corr -> receipts of later frames in _pending
         self._last_corr = 0
@@ -183,6 +184,10 @@ class StompConnection(GatewayConnection):
         self._settle: dict[int, list[int]] = {}  # auto-ack deliveries, by session
         self._settle_scheduled = False
         self._held_credit: dict[int, int] = {}  # credit withheld while writing is paused
+        # ACKs outside transactions read but not yet handed to the engine, by subscription:
+        # the ACK frames of one socket read become one Ack and one Credit per subscription
+        # (handed over before any other frame, a receipt, and at the end of the read).
+        self._acks: dict[_Subscription, list[int]] = {}
 
     @property
     def state(self) -> State:
@@ -206,6 +211,8 @@ class StompConnection(GatewayConnection):
                         break
                     self._frame(frame)
             finally:
+                if self._acks:
+                    self._flush_acks()
                 self.host.rearm()
             return
         if state is _CLOSED:
@@ -239,9 +246,13 @@ class StompConnection(GatewayConnection):
                 )
             elif isinstance(ev, StompFrame):
                 self._frame(ev)
+        if self._acks:
+            self._flush_acks()
 
     def _frame(self, frame: StompFrame) -> None:
         """One frame of an OPEN connection."""
+        if self._acks and frame.command != "ACK":
+            self._flush_acks()
         handler = _HANDLERS.get(frame.command)
         if handler is None:
             self.fail(f"{frame.command} is not a frame a client sends once connected")
@@ -391,6 +402,7 @@ class StompConnection(GatewayConnection):
         self._cancel_handshake_timer()
         self._opened()
         self.conn = self._attach(broker, self._emit)
+        self._msg_id_prefix = f"ID:{_PROCESS_ID}-{self.conn.id.removeprefix('ID:')}-"
         self.user = self.host.principal(login)
         client_id = frame.get("client-id")
         self._request(c.Connect(corr=self._corr(), user=self.user, client_id=client_id))
@@ -420,6 +432,8 @@ class StompConnection(GatewayConnection):
             if self.wire.state is not _OPEN:
                 break
             self._frame(frame)
+        if self._acks:
+            self._flush_acks()
         self.host.rearm()
 
     # ---- destinations ---------------------------------------------------------------------
@@ -463,7 +477,7 @@ class StompConnection(GatewayConnection):
             frame.body,
             now_ms=broker.clock.now_ms(),
             persistent_default=self.stomp_persistent_default,
-            message_id=f"ID:{_PROCESS_ID}-{conn.id.removeprefix('ID:')}-{next(self._msg_ids)}",
+            message_id=f"{self._msg_id_prefix}{next(self._msg_ids)}",
             resolve=self._resolve,
         )
         encoded = sent.data
@@ -649,9 +663,25 @@ class StompConnection(GatewayConnection):
             if tx is not None:
                 tx.acks.append((sub, ids))
             else:
+                held = self._acks.get(sub)
+                if held is None:
+                    self._acks[sub] = ids
+                else:
+                    held += ids
+        if self._acks and frame.get("receipt") is not None:
+            self._flush_acks()
+        self._receipt(frame)
+
+    def _flush_acks(self) -> None:
+        """Hand the ACKs held from this read to the engine: one Ack and one Credit per
+        subscription (a subscription gone meanwhile has released them already)."""
+        acks, self._acks = self._acks, {}
+        for sub, ids in acks.items():
+            if self.wire.state is not _OPEN:
+                return
+            if sub.sid in self._by_sid:
                 self._request(c.Ack(corr=self._corr(), session_id=sub.sid, delivery_ids=ids))
                 self._credit(sub.sid, len(ids))
-        self._receipt(frame)
 
     def _on_nack(self, frame: StompFrame) -> None:
         tx = self._transaction(frame)
