@@ -450,12 +450,12 @@ class MessageFrames:
     Theory of operation: a delivery is :func:`delivery_head` (per delivery: subscription,
     ack id, delivery count) followed by the parts this object makes of the stored octets
     (the JMS headers, properties and body, escaped per version, and the closing NUL). The
-    parts of recent small messages are kept, keyed by their stored octets (equal octets are
-    the same message, so they make the same parts): topic fan-out hands every subscriber
-    the same message, in a row or, when a subscriber's credit comes back later, a prefetch
-    window later, and each subscriber after the first reuses the first one's work. What is
-    kept is bounded by ``budget`` octets, the oldest going first; a message larger than
-    :data:`_JOIN_MAX` is never kept (hashing it would cost more than it saves).
+    parts of recent small messages are kept, keyed by the identity of their stored octets
+    (the object, held by the entry, so its identity stays its own): topic fan-out hands
+    every subscriber the same object, in a row or, when a subscriber's credit comes back
+    later, a prefetch window later, and each subscriber after the first reuses the first
+    one's work. What is kept is bounded by ``budget`` octets, the oldest going first; a
+    message larger than :data:`_JOIN_MAX` is not kept (it is written as parts, unjoined).
 
     Args:
         budget: octets of stored messages and their parts to keep, at most.
@@ -469,8 +469,8 @@ class MessageFrames:
     def __init__(self, budget: int = 2 * 1024 * 1024) -> None:
         self._budget = budget
         self._held = 0
-        # stored octets -> (version, message id, parts), oldest first
-        self._kept: dict[bytes, tuple[str, str | None, tuple[bytes, ...]]] = {}
+        # id(stored octets) -> (stored octets, version, message id, parts), oldest first
+        self._kept: dict[int, tuple[bytes, str, str | None, tuple[bytes, ...]]] = {}
         self.message_id: str | None = None
 
     def parts(self, raw: bytes, version: str) -> tuple[bytes, ...]:
@@ -481,12 +481,10 @@ class MessageFrames:
             MessageFormatException: ``raw`` is not a valid encoded message.
             StompError: a header that ``version`` cannot carry (a newline in 1.0).
         """
-        small = len(raw) <= _JOIN_MAX
-        if small:
-            hit = self._kept.get(raw)
-            if hit is not None and hit[0] == version:
-                self.message_id = hit[1]
-                return hit[2]
+        hit = self._kept.get(id(raw))
+        if hit is not None and hit[0] is raw and hit[1] == version:
+            self.message_id = hit[2]
+            return hit[3]
         msg = decode_message(raw)
         headers, body = message_headers(msg)
         lines = encode_headers(headers[:1], version) + encode_headers(headers[1:], version)
@@ -494,14 +492,13 @@ class MessageFrames:
         if len(body) > _JOIN_MAX:
             return (lines + b"\n", body, b"\x00")
         parts = (b"".join((lines, b"\n", body, b"\x00")),)
-        if small:
-            kept = self._kept
-            old = kept.pop(raw, None)
-            if old is not None:
-                self._held -= len(raw) + len(old[2][0])
-            kept[raw] = (version, mid, parts)
-            self._held += len(raw) + len(parts[0])
-            while self._held > self._budget:
-                oldest = next(iter(kept))
-                self._held -= len(oldest) + len(kept.pop(oldest)[2][0])
+        kept = self._kept
+        old = kept.pop(id(raw), None)
+        if old is not None:
+            self._held -= len(old[0]) + len(old[3][0])
+        kept[id(raw)] = (raw, version, mid, parts)
+        self._held += len(raw) + len(parts[0])
+        while self._held > self._budget:
+            oldest = kept.pop(next(iter(kept)))
+            self._held -= len(oldest[0]) + len(oldest[3][0])
         return parts
