@@ -169,7 +169,9 @@ class StompConnection(GatewayConnection):
         self._ids = itertools.count(2)  # engine session/consumer numbers (1: sends)
         self._msg_ids = itertools.count(1)
         self._msg_id_prefix = ""  # "ID:<process>-<connection>-", set once connected
-        self._pending: dict[int, list[str]] = {}  # corr -> receipts to write on its reply
+        # corr -> receipts to write on its reply (None: none so far), for every request
+        # awaiting its reply
+        self._pending: dict[int, list[str] | None] = {}
         self._riders: dict[int, int] = {}  # corr -> receipts of later frames in _pending
         self._last_corr = 0
         self._close_on_corr: int | None = None
@@ -269,7 +271,7 @@ class StompConnection(GatewayConnection):
     def _request(self, req: c.Request, receipt: str | None = None) -> None:
         """Hand ``req`` (whose ``corr`` came from :meth:`_corr`) to the broker; ``receipt``
         is written when its reply comes."""
-        self._pending[req.corr] = [receipt] if receipt is not None else []
+        self._pending[req.corr] = None if receipt is None else [receipt]
         self._last_corr = req.corr
         self._submit(req)
 
@@ -282,12 +284,16 @@ class StompConnection(GatewayConnection):
         if receipt is None:
             return
         corr = self._last_corr
-        waiting = self._pending.get(corr)
-        if waiting is not None:
+        pending = self._pending
+        if corr in pending:
             # A receipt waiting on another frame's reply counts as a request awaiting its
             # reply: past max_inflight_requests of them reading stops (a flood of
             # receipted ACKs behind a slow persistent send stays bounded).
-            waiting.append(receipt)
+            waiting = pending[corr]
+            if waiting is None:
+                pending[corr] = [receipt]
+            else:
+                waiting.append(receipt)
             self._riders[corr] = self._riders.get(corr, 0) + 1
             self._awaiting()
         else:
@@ -308,9 +314,10 @@ class StompConnection(GatewayConnection):
             self.fail(cmd.message)
             return
         corr = cmd.corr
-        receipts = self._pending.pop(corr, [])
-        for _ in range(self._riders.pop(corr, 0)):
-            self._replied()
+        receipts = self._pending.pop(corr, None) or ()
+        if self._riders:
+            for _ in range(self._riders.pop(corr, 0)):
+                self._replied()
         self._replied()
         if isinstance(cmd, c.Error):
             self.fail(cmd.message, receipt=receipts[0] if receipts else None)
