@@ -4,6 +4,8 @@ from the stored form in parts, the message's part kept for the next subscriber."
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from ternmq import BytesMessage, TextMessage
@@ -26,13 +28,15 @@ def resolve(text: str) -> Destination:
     return destination(jms_destination(text))
 
 
-def send(headers: list[tuple[str, str]], body: bytes = b"hello", **kw: object) -> bytes:
-    parts = encode_send(headers, body, now_ms=NOW, message_id="ID:m-1", resolve=resolve, **kw)  # type: ignore[arg-type]
-    return parts.data
+def send(headers: list[tuple[str, str]], body: bytes = b"hello", **kw: Any) -> bytes:
+    req = encode_send(
+        headers, body, corr=1, session_id=1, now_ms=NOW, message_id="ID:m-1", resolve=resolve, **kw
+    )
+    return req.message
 
 
 def test_send_headers_become_the_stored_form() -> None:
-    parts = encode_send(
+    req = encode_send(
         [
             ("destination", "/queue/orders"),
             ("persistent", "true"),
@@ -49,14 +53,16 @@ def test_send_headers_become_the_stored_form() -> None:
             ("content-type", "text/plain;charset=latin-1"),
         ],
         "café".encode("latin-1"),
+        corr=5,
+        session_id=3,
         now_ms=NOW,
         message_id="ID:m-1",
         resolve=resolve,
     )
-    assert (parts.persistent, parts.priority, parts.expiration) == (True, 7, NOW + 5000)
-    assert (parts.delivery_time, parts.group_id, parts.group_seq) == (NOW + 250, "g1", 3)
-    assert parts.destination == destination("queue://orders")
-    msg = decode_message(parts.data)
+    assert (req.corr, req.session_id, req.destination) == (5, 3, "queue://orders")
+    assert (req.persistent, req.priority, req.expiration) == (True, 7, NOW + 5000)
+    assert (req.delivery_time, req.group_id, req.group_seq) == (NOW + 250, "g1", 3)
+    msg = decode_message(req.message)
     assert isinstance(msg, TextMessage)
     assert msg.text == "café"
     assert msg.jms_message_id == "ID:m-1"
@@ -69,7 +75,7 @@ def test_send_headers_become_the_stored_form() -> None:
     assert msg.get_int_property("JMSXGroupSeq") == 3
     assert set(msg.get_property_names()) == {"JMSXGroupID", "JMSXGroupSeq", "custom"}
     # The octets are the codec's own for that message.
-    assert encode_message(msg) == parts.data
+    assert encode_message(msg) == req.message
 
 
 def test_send_defaults_and_bytes_body() -> None:

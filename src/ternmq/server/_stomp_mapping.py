@@ -48,13 +48,13 @@ from ternmq.message.codec import (
     decode_message,
     encode_fields,
 )
+from ternmq.protocol.commands import Send
 from ternmq.protocol.stomp import encode_headers
 
 __all__ = [
     "BODY_TYPE_HEADER",
     "FRAME_HEADERS",
     "MessageFrames",
-    "SendParts",
     "delivery_head",
     "encode_send",
     "jms_destination",
@@ -161,67 +161,21 @@ def _is_text(headers: dict[str, str]) -> bool:
     return "content-length" not in headers
 
 
-class SendParts:
-    """What a SEND becomes: the engine's stored form of the message and the routing fields
-    of its :class:`~ternmq.protocol.commands.Send`.
-
-    Attributes:
-        data: the encoded message (``message/codec.py``), as the store and every consumer
-            get it.
-        destination: where it goes.
-        persistent: PERSISTENT (True) or NON_PERSISTENT.
-        priority: 0..9.
-        expiration: epoch milliseconds, 0 for never.
-        delivery_time: epoch milliseconds before which it is not delivered.
-        group_id: the ``JMSXGroupID`` header, if any.
-        group_seq: the ``JMSXGroupSeq`` header, 0 without one.
-    """
-
-    __slots__ = (
-        "data",
-        "delivery_time",
-        "destination",
-        "expiration",
-        "group_id",
-        "group_seq",
-        "persistent",
-        "priority",
-    )
-
-    def __init__(
-        self,
-        data: bytes,
-        destination: Destination,
-        persistent: bool,
-        priority: int,
-        expiration: int,
-        delivery_time: int,
-        group_id: str | None,
-        group_seq: int,
-    ) -> None:
-        self.data = data
-        self.destination = destination
-        self.persistent = persistent
-        self.priority = priority
-        self.expiration = expiration
-        self.delivery_time = delivery_time
-        self.group_id = group_id
-        self.group_seq = group_seq
-
-
 def encode_send(
     headers: Iterable[tuple[str, str]],
     body: bytes,
     *,
+    corr: int,
+    session_id: int,
     now_ms: int,
     message_id: str,
     resolve: Callable[[str], Destination],
     persistent_default: bool = False,
     limits: CodecLimits = DEFAULT_LIMITS,
-) -> SendParts:
-    """The JMS message a SEND frame carries, encoded once in the stored form (headers
-    stamped: id, timestamp, destination, delivery mode, priority, expiration, delivery
-    time), with the routing fields of its engine request.
+) -> Send:
+    """The engine request of a SEND frame: the JMS message it carries, encoded once in the
+    stored form (headers stamped: id, timestamp, destination, delivery mode, priority,
+    expiration, delivery time), and its routing fields.
 
     No message object is built: the fields go from the headers straight to
     :func:`~ternmq.message.codec.encode_fields`, the octets being those
@@ -230,6 +184,8 @@ def encode_send(
     Args:
         headers: the frame's headers in wire order (the first of a repeated name wins).
         body: the frame's body.
+        corr: the request's correlation number.
+        session_id: the engine session that sends it.
         now_ms: the broker's time, epoch milliseconds.
         message_id: the JMSMessageID to give it.
         resolve: a STOMP destination (``destination``, ``reply-to``) -> JMS destination.
@@ -267,7 +223,7 @@ def encode_send(
         raise CodecLimitError(
             "max_body_size", len(content), limits.max_body_size, "STOMP SEND body"
         )
-    dest = resolve(dest_text)
+    dest = str(resolve(dest_text))
     persistent = first.get("persistent")
     if persistent is None:
         durable = persistent_default
@@ -311,7 +267,7 @@ def encode_send(
         now_ms,
         get("correlation-id"),
         reply_to,
-        str(dest),
+        dest,
         2 if durable else 1,
         False,
         get("type"),
@@ -326,15 +282,17 @@ def encode_send(
     )
     group = props.get("JMSXGroupID")
     seq = props.get("JMSXGroupSeq", 0)
-    return SendParts(
-        data,
-        dest,
-        durable,
-        priority,
-        expiration,
-        delivery_time,
-        group if isinstance(group, str) else None,
-        seq if isinstance(seq, int) else 0,
+    return Send(
+        corr=corr,
+        session_id=session_id,
+        destination=dest,
+        message=data,
+        persistent=durable,
+        priority=priority,
+        expiration=expiration,
+        delivery_time=delivery_time,
+        group_id=group if isinstance(group, str) else None,
+        group_seq=seq if isinstance(seq, int) else 0,
     )
 
 

@@ -479,35 +479,24 @@ class StompConnection(GatewayConnection):
         if conn is None or broker is None:
             return
         tx = self._transaction(frame)
-        sent = encode_send(
+        req = encode_send(
             frame.headers,
             frame.body,
+            corr=self._corr(),
+            session_id=tx.sid if tx is not None else _SEND_SESSION,
             now_ms=broker.clock.now_ms(),
             persistent_default=self.stomp_persistent_default,
             message_id=f"{self._msg_id_prefix}{next(self._msg_ids)}",
             resolve=self._resolve,
         )
-        encoded = sent.data
         if tx is not None:
-            tx.sent += len(encoded)
+            tx.sent += len(req.message)
             most = self.limits.stomp_max_transaction_bytes
             if tx.sent > most:
                 raise JMSException(
                     f"transaction {frame.get('transaction')!r} holds more than "
                     f"stomp_max_transaction_bytes ({most}) of sends: COMMIT more often"
                 )
-        req = c.Send(
-            corr=self._corr(),
-            session_id=tx.sid if tx is not None else _SEND_SESSION,
-            destination=str(sent.destination),
-            message=encoded,
-            persistent=sent.persistent,
-            priority=sent.priority,
-            expiration=sent.expiration,
-            delivery_time=sent.delivery_time,
-            group_id=sent.group_id,
-            group_seq=sent.group_seq,
-        )
         self._request(req, frame.get("receipt"))
 
     def _on_subscribe(self, frame: StompFrame) -> None:
