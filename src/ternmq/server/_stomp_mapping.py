@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Final
 
@@ -303,12 +304,13 @@ def _json_value(tag: T, value: object) -> object:
     return value
 
 
-def _body(msg: Message) -> tuple[bytes, str | None, str | None]:
-    """(octets, content-type, ternmq-body-type) of ``msg``'s body."""
+def _body(msg: Message) -> tuple[bytes | bytearray, str | None, str | None]:
+    """(octets, content-type, ternmq-body-type) of ``msg``'s body (a Bytes body is the
+    message's own buffer, not a copy: the message is a decoded one, read by nobody else)."""
     if isinstance(msg, TextMessage):
         return (msg._text or "").encode("utf-8"), "text/plain;charset=utf-8", None
     if isinstance(msg, BytesMessage):
-        return bytes(msg._buffer), "application/octet-stream", None
+        return msg._buffer, "application/octet-stream", None
     if isinstance(msg, MapMessage):
         doc: object = {k: _json_value(t, v) for k, (t, v) in msg._map.items()}
         return _dump(doc), "application/json", "map"
@@ -323,7 +325,7 @@ def _dump(doc: object) -> bytes:
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=True).encode()
 
 
-def message_headers(msg: Message) -> tuple[list[tuple[str, str]], bytes]:
+def message_headers(msg: Message) -> tuple[list[tuple[str, str]], bytes | bytearray]:
     """The headers and body of a MESSAGE frame that delivers ``msg``, without those of the
     delivery itself (``subscription``, ``ack``, ``redelivered``, ``JMSXDeliveryCount``:
     :func:`delivery_head`), which go before them.
@@ -427,11 +429,14 @@ class MessageFrames:
     def __init__(self, budget: int = 2 * 1024 * 1024) -> None:
         self._budget = budget
         self._held = 0
-        # id(stored octets) -> (stored octets, version, message id, parts), oldest first
-        self._kept: dict[int, tuple[bytes, str, str | None, tuple[bytes, ...]]] = {}
+        # id(stored octets) -> (stored octets, version, message id, parts), oldest first (an
+        # OrderedDict: taking the oldest of a plain dict scans the slots freed before it)
+        self._kept: OrderedDict[int, tuple[bytes, str, str | None, tuple[bytes, ...]]] = (
+            OrderedDict()
+        )
         self.message_id: str | None = None
 
-    def parts(self, raw: bytes, version: str) -> tuple[bytes, ...]:
+    def parts(self, raw: bytes, version: str) -> tuple[bytes | bytearray, ...]:
         """The message part of a MESSAGE frame for the stored octets ``raw`` in STOMP
         ``version``: one buffer, or for a large body the headers, the body and the NUL.
 
@@ -457,6 +462,6 @@ class MessageFrames:
         kept[id(raw)] = (raw, version, mid, parts)
         self._held += len(raw) + len(parts[0])
         while self._held > self._budget:
-            oldest = kept.pop(next(iter(kept)))
+            oldest = kept.popitem(last=False)[1]
             self._held -= len(oldest[0]) + len(oldest[3][0])
         return parts
