@@ -198,3 +198,12 @@ def test_kept_parts_are_bounded_and_reused() -> None:
     kept = [entry[0] for entry in frames._kept.values()]
     assert all(d is not datas[0] for d in kept)  # the oldest went first
     assert any(d is datas[-1] for d in kept)
+
+
+def test_first_of_a_repeated_header_wins_in_wire_order() -> None:
+    msg = decode_message(
+        send([("destination", "/queue/a"), ("b", "1"), ("a", "2"), ("b", "3"), ("priority", "1")])
+    )
+    assert msg.get_string_property("b") == "1"
+    assert msg.jms_priority == 1
+    assert list(msg._properties) == ["b", "a"]

@@ -55,6 +55,7 @@ __all__ = [
     "StompParser",
     "encode_frame",
     "encode_headers",
+    "escape_header",
     "unescape_headers",
 ]
 
@@ -156,6 +157,13 @@ def _escape_11(text: str) -> str:
 def _escape_12(text: str) -> str:
     """``text`` escaped for a STOMP 1.2 header: as 1.1, and a carriage return too."""
     return text.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c").replace("\r", "\\r")
+
+
+def escape_header(text: str, version: str) -> str:
+    """A header name or value escaped for a STOMP ``version`` 1.1 or 1.2 frame (what
+    :func:`encode_headers` does to each; 1.0 has no escaping: use :func:`encode_headers`,
+    which refuses what 1.0 cannot carry)."""
+    return _escape_12(text) if version == "1.2" else _escape_11(text)
 
 
 def _unescape(text: str, table: dict[str, str], version: str) -> str:

@@ -50,7 +50,7 @@ from ternmq.message.codec import (
     encode_fields,
 )
 from ternmq.protocol.commands import Send
-from ternmq.protocol.stomp import encode_headers
+from ternmq.protocol.stomp import encode_headers, escape_header
 
 __all__ = [
     "BODY_TYPE_HEADER",
@@ -199,10 +199,13 @@ def encode_send(
             past ``limits`` (the error names the limit).
         InvalidDestinationException: a destination form ternmq does not know.
     """
-    first: dict[str, str] = {}
-    for name, value in headers:
-        if name not in first:
-            first[name] = value
+    pairs = headers if isinstance(headers, list) else list(headers)
+    first = dict(pairs)  # the last of a repeated name: redone below if one is repeated
+    if len(first) != len(pairs):
+        first = {}
+        for name, value in pairs:
+            if name not in first:
+                first[name] = value
     dest_text = first.get("destination")
     if dest_text is None:
         raise InvalidDestinationException("SEND needs a destination header, e.g. /queue/NAME")
@@ -450,7 +453,11 @@ class MessageFrames:
             return hit[3]
         msg = decode_message(raw)
         headers, body = message_headers(msg)
-        lines = encode_headers(headers[:1], version) + encode_headers(headers[1:], version)
+        if version == "1.0":
+            lines = encode_headers(headers, version)
+        else:  # the message-id, which holds a colon, escaped on its own (see message_headers)
+            mid_line = f"message-id:{escape_header(headers[0][1], version)}\n".encode()
+            lines = mid_line + encode_headers(headers[1:], version)
         self.message_id = mid = msg._message_id
         if len(body) > _JOIN_MAX:
             return (lines + b"\n", body, b"\x00")
