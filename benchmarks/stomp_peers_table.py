@@ -108,6 +108,33 @@ def each_run(runs: dict[tuple[str, str], list[Run]], brokers: Sequence[str]) -> 
     return "\n".join(lines)
 
 
+def cpu_per_message(runs: dict[tuple[str, str], list[Run]], brokers: Sequence[str]) -> str:
+    """The markdown table of the broker's CPU time per message sent (median over the runs,
+    with the lowest and highest): the broker's CPU share over a run divided by the rate at
+    which messages were sent through it end to end. Less noisy than a rate on a machine
+    shared with other work, which takes wall time from a broker but not CPU time per
+    message."""
+    lines = [
+        "| scenario | " + " | ".join(f"{b} µs/msg" for b in brokers) + " |",
+        "|---|" + "---:|" * len(brokers),
+    ]
+    for scen in HEADLINES:
+        if scen == "S4":  # a fixed offered rate: CPU per message says little there
+            continue
+        cells = []
+        for b in brokers:
+            per = sorted(
+                float(r.get("broker_cpu_pct") or 0) / 100 / float(r["e2e_rate"]) * 1e6
+                for r in runs.get((scen, b), [])
+                if r.get("e2e_rate")
+            )
+            cells.append(
+                f"{statistics.median(per):,.0f} ({per[0]:,.0f}-{per[-1]:,.0f})" if per else "-"
+            )
+        lines.append(f"| {scen} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the table of the given JSONL files."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
@@ -115,6 +142,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--brokers", default=",".join(BROKERS), help="the columns, comma-separated")
     ap.add_argument("--ours", default="ternmq", help="the column compared with activemq")
     ap.add_argument("--runs", action="store_true", help="also every run's figure")
+    ap.add_argument("--cpu", action="store_true", help="also the broker's CPU per message")
     args = ap.parse_args(argv)
     brokers = [b for b in args.brokers.split(",") if b]
     runs = load(args.files)
@@ -122,6 +150,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.runs:
         print()
         print(each_run(runs, brokers))
+    if args.cpu:
+        print()
+        print(cpu_per_message(runs, brokers))
 
 
 if __name__ == "__main__":
