@@ -56,7 +56,7 @@ for r in $(seq 1 "$ROUNDS"); do
       PYTHONPATH=$SRC "$TERNMQ_PYTHON" -m ternmq.cli serve --port 61662 --stomp-port 61651 \
         --http-port -1 --data-dir "$D" --log-level warning >"$OUT/server-$b-$r.log" 2>&1 &
       PID=$!
-      sleep 3
+      for _ in $(seq 1 60); do (exec 3<>/dev/tcp/127.0.0.1/61651) 2>/dev/null && break; sleep 1; done
       TGT="--port 61651"
     fi
     # shellcheck disable=SC2086
