@@ -3,9 +3,12 @@
 Theory of operation
 -------------------
 Pure functions, no I/O and no clock read (the caller passes the time): the STOMP gateway
-(``server/stomp.py``) calls them to turn a ``SEND`` into the JMS message and the routing
-fields of the engine's :class:`~ternmq.protocol.commands.Send`, and a delivered JMS message
-into the headers and body of a ``MESSAGE`` frame. The engine never sees STOMP: a STOMP
+(``server/stomp.py``) calls them to turn a ``SEND`` into the engine's
+:class:`~ternmq.protocol.commands.Send`, its message encoded once, straight from the headers
+to the stored form (no message object in between), and a delivered message's stored form
+into the octets of a ``MESSAGE`` frame: the part that depends on the message only is built
+once and kept for the next subscriber (:class:`MessageFrames`), the delivery's own headers
+go in front of it (:func:`delivery_head`). The engine never sees STOMP: a STOMP
 producer's message is an ordinary JMS message, so JMS consumers, selectors, dead-lettering
 and the store treat it like any other.
 

@@ -22,7 +22,8 @@ SUBSCRIBE          ``CreateSession`` n + ``CreateConsumer`` n (one session per
 UNSUBSCRIBE        ``CloseSession`` n (handed-over, unacknowledged messages counted as
                    delivered); with a durable name header also ``Unsubscribe``
 ACK                ``Ack`` on the subscription's session, then ``Credit`` (the prefetch
-                   window is the number of unacknowledged messages)
+                   window is the number of unacknowledged messages); the ACKs of one
+                   socket read together, one ``Ack`` and one ``Credit`` per subscription
 NACK               ``Nack`` of the NACKed deliveries: each is a failed delivery attempt
                    (delay, ``max_delivery_attempts``, dead-letter queue apply); the
                    subscription's other deliveries are untouched
