@@ -8,6 +8,11 @@ and prints a markdown table: the figure of every broker, ternmq / ActiveMQ, the 
 issue "Performance" sets for that ratio and whether it is met, and the messages lost.
 
 Run: .venv/bin/python benchmarks/stomp_peers_table.py build/bench-peers/*.jsonl
+
+``--brokers`` names the columns (the ``broker`` field of the runs; default ternmq, activemq,
+rabbitmq) and ``--ours`` the one compared with ActiveMQ, so that two ternmq trees measured
+side by side (runs relabelled, e.g. ``before`` and ``after``) share one table; ``--runs``
+adds every run's figure in the order taken (the spread behind each median).
 """
 
 from __future__ import annotations
@@ -60,26 +65,73 @@ def cell(rs: list[Run], read: Callable[[Run], float], digits: int) -> str:
     return f"{value:,.{digits}f} ({cpu:.0f}% CPU, n={len(rs)})"
 
 
-def table(runs: dict[tuple[str, str], list[Run]]) -> str:
-    """The markdown table of the headline figures, ratios and targets."""
+def table(
+    runs: dict[tuple[str, str], list[Run]],
+    brokers: Sequence[str] = BROKERS,
+    ours_name: str = "ternmq",
+) -> str:
+    """The markdown table of the headline figures, ratios and targets (``ours_name`` is
+    the column compared with ActiveMQ's)."""
     lines = [
-        "| scenario | figure | " + " | ".join(BROKERS) + " | ternmq / ActiveMQ | target | lost |",
-        "|---|---|" + "---:|" * len(BROKERS) + "---:|---|---:|",
+        "| scenario | figure | "
+        + " | ".join(brokers)
+        + f" | {ours_name} / ActiveMQ | target | lost |",
+        "|---|---|" + "---:|" * len(brokers) + "---:|---|---:|",
     ]
     for scen, (what, read, target, higher) in HEADLINES.items():
         digits = 2 if scen == "S4" else 0
-        cells = [cell(runs[scen, b], read, digits) if (scen, b) in runs else "-" for b in BROKERS]
+        cells = [cell(runs[scen, b], read, digits) if (scen, b) in runs else "-" for b in brokers]
         ratio, verdict = "-", f"{'>=' if higher else '<='} {target:g} x"
-        if (scen, "ternmq") in runs and (scen, "activemq") in runs:
-            ours = statistics.median(read(r) for r in runs[scen, "ternmq"])
+        if (scen, ours_name) in runs and (scen, "activemq") in runs:
+            ours = statistics.median(read(r) for r in runs[scen, ours_name])
             theirs = statistics.median(read(r) for r in runs[scen, "activemq"])
             ratio = f"{ours / theirs:.2f}"
             met = ours >= target * theirs if higher else ours <= target * theirs
             verdict += ": met" if met else ": **not met**"
-        lost = sum(int(r["lost"]) for b in BROKERS for r in runs.get((scen, b), []))
+        lost = sum(int(r["lost"]) for b in brokers for r in runs.get((scen, b), []))
         lines.append(
             f"| {scen} | {what} | " + " | ".join(cells) + f" | {ratio} | {verdict} | {lost} |"
         )
+    return "\n".join(lines)
+
+
+def each_run(runs: dict[tuple[str, str], list[Run]], brokers: Sequence[str]) -> str:
+    """The markdown table of every run's headline figure, in the order taken."""
+    lines = ["| scenario | " + " | ".join(brokers) + " |", "|---|" + "---|" * len(brokers)]
+    for scen, (what, read, _, _) in HEADLINES.items():
+        digits = 2 if scen == "S4" else 0
+        cells = [
+            " / ".join(f"{read(r):,.{digits}f}" for r in runs.get((scen, b), [])) or "-"
+            for b in brokers
+        ]
+        lines.append(f"| {scen} {what} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def cpu_per_message(runs: dict[tuple[str, str], list[Run]], brokers: Sequence[str]) -> str:
+    """The markdown table of the broker's CPU time per message sent (median over the runs,
+    with the lowest and highest): the broker's CPU share over a run divided by the rate at
+    which messages were sent through it end to end. Less noisy than a rate on a machine
+    shared with other work, which takes wall time from a broker but not CPU time per
+    message."""
+    lines = [
+        "| scenario | " + " | ".join(f"{b} µs/msg" for b in brokers) + " |",
+        "|---|" + "---:|" * len(brokers),
+    ]
+    for scen in HEADLINES:
+        if scen == "S4":  # a fixed offered rate: CPU per message says little there
+            continue
+        cells = []
+        for b in brokers:
+            per = sorted(
+                float(r.get("broker_cpu_pct") or 0) / 100 / float(r["e2e_rate"]) * 1e6
+                for r in runs.get((scen, b), [])
+                if r.get("e2e_rate")
+            )
+            cells.append(
+                f"{statistics.median(per):,.0f} ({per[0]:,.0f}-{per[-1]:,.0f})" if per else "-"
+            )
+        lines.append(f"| {scen} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -87,8 +139,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Print the table of the given JSONL files."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("files", nargs="+", help="stompload.py --json-out files")
+    ap.add_argument("--brokers", default=",".join(BROKERS), help="the columns, comma-separated")
+    ap.add_argument("--ours", default="ternmq", help="the column compared with activemq")
+    ap.add_argument("--runs", action="store_true", help="also every run's figure")
+    ap.add_argument("--cpu", action="store_true", help="also the broker's CPU per message")
     args = ap.parse_args(argv)
-    print(table(load(args.files)))
+    brokers = [b for b in args.brokers.split(",") if b]
+    runs = load(args.files)
+    print(table(runs, brokers, args.ours))
+    if args.runs:
+        print()
+        print(each_run(runs, brokers))
+    if args.cpu:
+        print()
+        print(cpu_per_message(runs, brokers))
 
 
 if __name__ == "__main__":

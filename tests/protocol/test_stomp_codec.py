@@ -4,6 +4,8 @@ escaping per version, CR LF, NUL in bodies with content-length, heart-beats, and
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ternmq.errors import JMSException
 from ternmq.protocol.stomp import (
@@ -14,6 +16,7 @@ from ternmq.protocol.stomp import (
     StompLimits,
     StompParser,
     encode_frame,
+    encode_headers,
 )
 
 
@@ -438,3 +441,30 @@ def test_handshake_frame_limit_until_raised() -> None:
     raised = StompParser(SMALL)
     raised.frame_limit = SMALL.max_frame
     assert len(raised.feed(big)) == 1
+
+
+_HEADER_TEXT = st.text(alphabet=st.sampled_from("ab:\\\n\r é"), max_size=6)
+
+
+@given(st.lists(st.tuples(_HEADER_TEXT, _HEADER_TEXT), max_size=5))
+def test_encode_headers_escapes_exactly_the_escapable_characters_12(
+    pairs: list[tuple[str, str]],
+) -> None:
+    """The one-pass test for "nothing to escape" gives the octets of escaping every name and
+    value on its own, and the lines parse back to the pairs."""
+    table = str.maketrans({"\\": "\\\\", "\n": "\\n", ":": "\\c", "\r": "\\r"})
+    expected = "".join(f"{n.translate(table)}:{v.translate(table)}\n" for n, v in pairs)
+    lines = encode_headers(pairs, "1.2")
+    assert lines == expected.encode("utf-8")
+    assert one(b"SEND\n" + lines + b"\n\x00").headers == pairs
+
+
+def test_encode_headers_is_the_middle_of_encode_frame() -> None:
+    pairs = [("destination", "/queue/a"), ("message-id", "ID:1"), ("x", "plain")]
+    for version in ("1.0", "1.1", "1.2"):
+        frame = encode_frame("MESSAGE", pairs, b"body", version, content_length=False)
+        assert frame == b"MESSAGE\n" + encode_headers(pairs, version) + b"\nbody\x00"
+    assert encode_headers([("message-id", "ID:1")], "1.2") == b"message-id:ID\\c1\n"
+    assert encode_headers([("message-id", "ID:1")], "1.0") == b"message-id:ID:1\n"
+    with pytest.raises(StompError, match="no escaping there"):
+        encode_headers([("a", "two\nlines")], "1.0")

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ternmq.protocol.stomp import StompFrame
+from ternmq.protocol.stomp import StompFrame, encode_frame
 
 from ._support import StompRaw, start_server
 
@@ -404,6 +404,53 @@ def test_client_individual_ack_is_not_cumulative(port: int) -> None:
     with client(port) as cl:
         subscribe(cl, "/queue/conf.ind", "c", ("ack", "client-individual"))
         assert sorted([cl.recv().body, cl.recv().body]) == [b"0", b"2"]
+
+
+def test_acks_of_one_read_settle_each_message_once(port: int) -> None:
+    """ACK frames arriving together (one write, two subscriptions, a cumulative one among
+    them) are handed to the engine together; each settles exactly its messages, returns its
+    credit, and a NACK after them in the same write still finds the message it names."""
+    with client(port) as cl:
+        for i in range(6):
+            send(cl, "/queue/conf.batch.a", f"a{i}".encode())
+            send(cl, "/queue/conf.batch.b", f"b{i}".encode())
+        subscribe(
+            cl,
+            "/queue/conf.batch.a",
+            "a",
+            ("ack", "client-individual"),
+            ("activemq.prefetchSize", "3"),
+        )
+        subscribe(cl, "/queue/conf.batch.b", "b", ("ack", "client"), ("activemq.prefetchSize", "3"))
+        got = [cl.recv() for _ in range(6)]
+        by_sub = {"a": [m for m in got if m.get("subscription") == "a"]}
+        by_sub["b"] = [m for m in got if m.get("subscription") == "b"]
+        assert [m.body for m in by_sub["a"]] == [b"a0", b"a1", b"a2"]
+        no_frame(cl)
+        ack = cl.version
+        frames = [
+            encode_frame("ACK", [("id", by_sub["a"][0].get("ack") or "")], version=ack),
+            encode_frame("ACK", [("id", by_sub["b"][1].get("ack") or "")], version=ack),
+            encode_frame("ACK", [("id", by_sub["a"][2].get("ack") or "")], version=ack),
+            encode_frame("NACK", [("id", by_sub["a"][1].get("ack") or "")], version=ack),
+        ]
+        cl.send_bytes(b"".join(frames))
+        # Credit came back: 2 ACKed + 1 NACKed of a (a1 comes again), 2 of b (cumulative).
+        more = [cl.recv() for _ in range(5)]
+        assert sorted(m.body for m in more if m.get("subscription") == "b") == [b"b3", b"b4"]
+        again_a = {m.body for m in more if m.get("subscription") == "a"}
+        assert len(again_a) == 3 and again_a <= {b"a1", b"a3", b"a4", b"a5"}
+        no_frame(cl)
+    with client(port) as cl:
+        subscribe(cl, "/queue/conf.batch.a", "a")
+        subscribe(cl, "/queue/conf.batch.b", "b")
+        rest = []
+        while True:
+            try:
+                rest.append(cl.recv(timeout=0.5).body)
+            except TimeoutError:
+                break
+        assert sorted(rest) == [b"a1", b"a3", b"a4", b"a5", b"b2", b"b3", b"b4", b"b5"]
 
 
 def test_ack_by_message_id_in_stomp_1_1(port: int) -> None:

@@ -81,7 +81,10 @@ __all__ = [
     "CodecLimits",
     "MessageCodecError",
     "MessageDecodeError",
+    "KIND_BYTES",
+    "KIND_TEXT",
     "decode_message",
+    "encode_fields",
     "encode_message",
 ]
 
@@ -253,6 +256,10 @@ _KIND_MAP: Final = 3
 _KIND_STREAM: Final = 4
 _KIND_OBJECT: Final = 5
 _KIND_LETTERS: Final = "ntbmso"
+#: The body kinds of :func:`encode_fields` for a Text (body: str or None) and a Bytes
+#: message (body: bytes, bytearray or memoryview).
+KIND_TEXT: Final = _KIND_TEXT
+KIND_BYTES: Final = _KIND_BYTES
 _KIND_NAMES: Final = (
     "Message",
     "TextMessage",
@@ -386,29 +393,83 @@ def encode_message(msg: Message, *, limits: CodecLimits = DEFAULT_LIMITS) -> byt
     cid = msg._correlation_id
     reply_to = msg._reply_to
     dest = msg._destination
+    return encode_fields(
+        kind,
+        msg._message_id,
+        msg._timestamp,
+        (cid,) if isinstance(cid, bytes) else cid,
+        None
+        if reply_to is None
+        else str(reply_to)
+        if type(reply_to) in _DEST_TYPES
+        else _destination_text(reply_to, "reply_to"),
+        None
+        if dest is None
+        else str(dest)
+        if type(dest) in _DEST_TYPES
+        else _destination_text(dest, "destination"),
+        msg._delivery_mode,
+        msg._redelivered,
+        msg._type,
+        msg._expiration,
+        msg._delivery_time,
+        msg._priority,
+        props,
+        types,
+        body,
+        limits,
+        type(msg).__name__,
+    )
+
+
+def encode_fields(
+    kind: int,
+    message_id: str | None,
+    timestamp: int,
+    correlation_id: str | tuple[bytes] | None,
+    reply_to: str | None,
+    destination: str | None,
+    delivery_mode: int,
+    redelivered: bool,
+    jms_type: str | None,
+    expiration: int,
+    delivery_time: int,
+    priority: int,
+    props: dict[str, Any],
+    types: dict[str, T],
+    body: object,
+    limits: CodecLimits = DEFAULT_LIMITS,
+    what: str = "message",
+) -> bytes:
+    """The encoding of a message given as its fields, in the order of the format, without
+    a message object: what :func:`encode_message` writes, for a gateway that has the
+    fields already (a STOMP SEND) and would otherwise build a message only to encode it.
+
+    The caller vouches for the values as the model's setters would (destinations as their
+    ``str()`` form, a bytes correlation id as a 1-tuple, ``kind`` one of the body kinds
+    with its body, ``props`` and ``types`` with the same names); the size limits are
+    checked here as :func:`encode_message` checks them, except ``max_body_size`` and
+    ``max_properties``, which the caller checks while it builds the body and properties.
+
+    Raises:
+        CodecLimitError: past ``max_name_length`` or ``max_encoded_size``.
+        MessageCodecError: a value msgspec cannot encode (``what`` names the message).
+    """
     try:
         data = _ENCODER.encode(
             (
                 _LEADS[kind],
-                msg._message_id,
-                msg._timestamp,
-                (cid,) if type(cid) is bytes else cid,
-                None
-                if reply_to is None
-                else str(reply_to)
-                if type(reply_to) in _DEST_TYPES
-                else _destination_text(reply_to, "reply_to"),
-                None
-                if dest is None
-                else str(dest)
-                if type(dest) in _DEST_TYPES
-                else _destination_text(dest, "destination"),
-                msg._delivery_mode,
-                msg._redelivered,
-                msg._type,
-                msg._expiration,
-                msg._delivery_time,
-                msg._priority,
+                message_id,
+                timestamp,
+                correlation_id,
+                reply_to,
+                destination,
+                delivery_mode,
+                redelivered,
+                jms_type,
+                expiration,
+                delivery_time,
+                priority,
                 props,
                 types,
                 body,
@@ -416,9 +477,7 @@ def encode_message(msg: Message, *, limits: CodecLimits = DEFAULT_LIMITS) -> byt
         )
     except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as exc:
         # UnicodeEncodeError (an unpaired surrogate) is a ValueError.
-        raise MessageCodecError(
-            f"cannot encode {type(msg).__name__}: {exc}", linked_exception=exc
-        ) from None
+        raise MessageCodecError(f"cannot encode {what}: {exc}", linked_exception=exc) from None
     size = len(data)
     if size > limits.max_name_length:
         # A name of n characters takes at least n octets: smaller encodings need no check.

@@ -54,6 +54,8 @@ __all__ = [
     "StompLimits",
     "StompParser",
     "encode_frame",
+    "encode_headers",
+    "escape_header",
     "unescape_headers",
 ]
 
@@ -139,16 +141,29 @@ class StompFrame:
 
 
 # ---- escaping ------------------------------------------------------------------------------
-_ESCAPE_11: Final = str.maketrans({"\\": "\\\\", "\n": "\\n", ":": "\\c"})
-_ESCAPE_12: Final = str.maketrans({"\\": "\\\\", "\n": "\\n", ":": "\\c", "\r": "\\r"})
 _UNESCAPE_11: Final = {"\\": "\\", "n": "\n", "c": ":"}
 _UNESCAPE_12: Final = {**_UNESCAPE_11, "r": "\r"}
-# Whether a header name or value holds a character that some version escapes: most hold
-# none, and a test is much cheaper than str.translate (a dictionary lookup per character).
-_NEEDS_ESCAPE: Final = re.compile(r"[\\\n:\r]").search
 _ESCAPE_SEQ: Final = re.compile(r"\\(.?)", re.DOTALL)
 _HEAD_END: Final = re.compile(rb"\n\r?\n")  # the empty line after the headers
 _EOLS: Final = re.compile(rb"(?:\r?\n)+")  # heart-beats between frames
+
+
+def _escape_11(text: str) -> str:
+    """``text`` escaped for a STOMP 1.1 header (backslash first, so that no escape sequence
+    is escaped again; a chain of ``str.replace`` costs little when nothing matches)."""
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c")
+
+
+def _escape_12(text: str) -> str:
+    """``text`` escaped for a STOMP 1.2 header: as 1.1, and a carriage return too."""
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c").replace("\r", "\\r")
+
+
+def escape_header(text: str, version: str) -> str:
+    """A header name or value escaped for a STOMP ``version`` 1.1 or 1.2 frame (what
+    :func:`encode_headers` does to each; 1.0 has no escaping: use :func:`encode_headers`,
+    which refuses what 1.0 cannot carry)."""
+    return _escape_12(text) if version == "1.2" else _escape_11(text)
 
 
 def _unescape(text: str, table: dict[str, str], version: str) -> str:
@@ -217,7 +232,28 @@ def encode_frame(
     pairs = list(headers)
     if content_length and body and not any(k == "content-length" for k, _ in pairs):
         pairs.append(("content-length", str(len(body))))
-    if version == "1.0" or command in _RAW_COMMANDS:
+    lines = encode_headers(pairs, version, raw=command in _RAW_COMMANDS, command=command)
+    return b"".join((command.encode("utf-8"), b"\n", lines, b"\n", body, b"\x00"))
+
+
+def encode_headers(
+    headers: Iterable[tuple[str, str]],
+    version: str = "1.2",
+    *,
+    raw: bool = False,
+    command: str = "MESSAGE",
+) -> bytes:
+    """Header lines as octets, each ending with LF, escaped per ``version`` (none in 1.0,
+    nor with ``raw``, as in CONNECT, STOMP and CONNECTED frames): the middle of a frame,
+    for a caller that assembles frames from parts it reuses (:func:`encode_frame` is one).
+
+    Raises:
+        StompError: a header that cannot be sent unescaped (a newline in 1.0 or a
+            ``raw`` frame, a colon in a name, a carriage return at the end of a value);
+            ``command`` names the frame in the message.
+    """
+    pairs = headers if isinstance(headers, list) else list(headers)
+    if version == "1.0" or raw:
         for name, value in pairs:
             if "\n" in name or "\n" in value or ":" in name or name.endswith("\r"):
                 raise StompError(
@@ -229,9 +265,15 @@ def encode_frame(
                     f"header {name!r} ends with a carriage return, which a STOMP {version} "
                     f"{command} frame cannot carry unescaped: remove it"
                 )
-        lines = [f"{name}:{value}" for name, value in pairs]
+        lines = [f"{name}:{value}\n" for name, value in pairs]
     else:
-        table = _ESCAPE_12 if version == "1.2" else _ESCAPE_11
+        # Most headers hold no character to escape: one pass over the lines tells (each
+        # line has one colon and one LF of its own), and they are the octets.
+        text = "".join([f"{name}:{value}\n" for name, value in pairs])
+        n = len(pairs)
+        if text.count(":") == n and text.count("\n") == n and "\\" not in text and "\r" not in text:
+            return text.encode("utf-8")
+        escape = _escape_12 if version == "1.2" else _escape_11
         if version == "1.1":
             for name, value in pairs:
                 if value.endswith("\r") or name.endswith("\r"):
@@ -239,14 +281,8 @@ def encode_frame(
                         f"header {name!r} ends with a carriage return, which STOMP 1.1 cannot "
                         "escape: remove it"
                     )
-        need = _NEEDS_ESCAPE
-        lines = [
-            f"{name.translate(table) if need(name) else name}:"
-            f"{value.translate(table) if need(value) else value}"
-            for name, value in pairs
-        ]
-    head = "\n".join([command, *lines]).encode("utf-8")
-    return b"".join((head, b"\n\n", body, b"\x00"))
+        lines = [f"{escape(name)}:{escape(value)}\n" for name, value in pairs]
+    return "".join(lines).encode("utf-8")
 
 
 # ---- parsing -------------------------------------------------------------------------------
@@ -452,6 +488,12 @@ class StompParser:
         unescape = version != "1.0" and command not in _RAW_COMMANDS
         table = _UNESCAPE_12 if version == "1.2" else _UNESCAPE_11
         max_line = limits.max_header_length
+        if head_end - start <= max_line and "\r" not in text and "\\" not in text:
+            # The usual frame: no line can be over the limit (the whole block is not), no
+            # CR to strip, nothing to unescape; a line without a colon takes the long way.
+            split = [line.partition(":") for line in lines[1:]]
+            if all([colon for _, colon, _ in split]):
+                return command, [(name, value) for name, _, value in split]
         headers: list[tuple[str, str]] = []
         for line in lines[1:] if len(lines) > 1 else ():
             if line.endswith("\r"):

@@ -31,7 +31,7 @@ import abc
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import ClassVar, Protocol, cast
 
 from ternmq.broker._records import Emit
@@ -169,7 +169,7 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         self._auth_check: PasswordCheck | None = None
         self.user: str | None = None
         self._paused: set[str] = set()
-        self._out: list[bytes] = []
+        self._out: list[bytes | bytearray] = []
         self._flush_scheduled = False
         self._handshake_timer: asyncio.TimerHandle | None = None
         self._abort_timer: asyncio.TimerHandle | None = None
@@ -315,6 +315,14 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
     # ---- output ---------------------------------------------------------------------------
     def _write(self, frame: bytes) -> None:
         self._out.append(frame)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.host.flush_soon(self)
+
+    def _write_parts(self, parts: Iterable[bytes | bytearray]) -> None:
+        """Queue the parts of one frame (a large body stays a part of its own: the socket's
+        ``writelines`` takes them without joining)."""
+        self._out.extend(parts)
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self.host.flush_soon(self)

@@ -3,9 +3,12 @@
 Theory of operation
 -------------------
 Pure functions, no I/O and no clock read (the caller passes the time): the STOMP gateway
-(``server/stomp.py``) calls them to turn a ``SEND`` into the JMS message and the routing
-fields of the engine's :class:`~ternmq.protocol.commands.Send`, and a delivered JMS message
-into the headers and body of a ``MESSAGE`` frame. The engine never sees STOMP: a STOMP
+(``server/stomp.py``) calls them to turn a ``SEND`` into the engine's
+:class:`~ternmq.protocol.commands.Send`, its message encoded once, straight from the headers
+to the stored form (no message object in between), and a delivered message's stored form
+into the octets of a ``MESSAGE`` frame: the part that depends on the message only is built
+once and kept for the next subscriber (:class:`MessageFrames`), the delivery's own headers
+go in front of it (:func:`delivery_head`). The engine never sees STOMP: a STOMP
 producer's message is an ordinary JMS message, so JMS consumers, selectors, dead-lettering
 and the store treat it like any other.
 
@@ -29,23 +32,38 @@ from __future__ import annotations
 
 import base64
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Final
 
 from ternmq.destination import Destination, destination
 from ternmq.errors import InvalidDestinationException, MessageFormatException
 from ternmq.message import BytesMessage, MapMessage, Message, StreamMessage, TextMessage
-from ternmq.message._convert import to_string
-from ternmq.message._names import JMSX_TYPES, check_property_name
+from ternmq.message._convert import TYPE_NAMES, to_string
+from ternmq.message._names import JMSX_TYPES
 from ternmq.message._object import ObjectMessage
 from ternmq.message._types import T
+from ternmq.message.codec import (
+    DEFAULT_LIMITS,
+    KIND_BYTES,
+    KIND_TEXT,
+    CodecLimitError,
+    CodecLimits,
+    decode_message,
+    encode_fields,
+)
+from ternmq.protocol.commands import Send
+from ternmq.protocol.stomp import encode_headers, escape_header
 
 __all__ = [
     "BODY_TYPE_HEADER",
     "FRAME_HEADERS",
+    "MessageFrames",
+    "delivery_head",
+    "encode_send",
     "jms_destination",
-    "message_from_send",
     "message_headers",
+    "subscription_head",
     "stomp_destination",
 ]
 
@@ -147,89 +165,142 @@ def _is_text(headers: dict[str, str]) -> bool:
     return "content-length" not in headers
 
 
-def message_from_send(
+def encode_send(
     headers: Iterable[tuple[str, str]],
     body: bytes,
     *,
+    corr: int,
+    session_id: int,
     now_ms: int,
     message_id: str,
     resolve: Callable[[str], Destination],
     persistent_default: bool = False,
-) -> Message:
-    """The JMS message a SEND frame carries (headers stamped: id, timestamp, destination,
-    delivery mode, priority, expiration, delivery time).
+    limits: CodecLimits = DEFAULT_LIMITS,
+) -> Send:
+    """The engine request of a SEND frame: the JMS message it carries, encoded once in the
+    stored form (headers stamped: id, timestamp, destination, delivery mode, priority,
+    expiration, delivery time), and its routing fields.
+
+    No message object is built: the fields go from the headers straight to
+    :func:`~ternmq.message.codec.encode_fields`, the octets being those
+    :func:`~ternmq.message.codec.encode_message` writes for the same message.
 
     Args:
         headers: the frame's headers in wire order (the first of a repeated name wins).
         body: the frame's body.
+        corr: the request's correlation number.
+        session_id: the engine session that sends it.
         now_ms: the broker's time, epoch milliseconds.
         message_id: the JMSMessageID to give it.
         resolve: a STOMP destination (``destination``, ``reply-to``) -> JMS destination.
         persistent_default: the delivery mode without a ``persistent`` header.
+        limits: the codec's bounds (properties, body size, encoded size).
 
     Raises:
-        MessageFormatException: a header value out of range, or a text body that is not in
-            its charset.
+        MessageFormatException: a header value out of range, a JMS-defined property of a
+            type STOMP cannot carry, a text body that is not in its charset, or a message
+            past ``limits`` (the error names the limit).
         InvalidDestinationException: a destination form ternmq does not know.
     """
-    first: dict[str, str] = {}
-    for name, value in headers:
-        first.setdefault(name, value)
+    pairs = headers if isinstance(headers, list) else list(headers)
+    first = dict(pairs)  # the last of a repeated name: redone below if one is repeated
+    if len(first) != len(pairs):
+        first = {}
+        for name, value in pairs:
+            if name not in first:
+                first[name] = value
     dest_text = first.get("destination")
     if dest_text is None:
         raise InvalidDestinationException("SEND needs a destination header, e.g. /queue/NAME")
-    msg: Message
+    content: str | bytes
     if _is_text(first):
+        kind = KIND_TEXT
         charset = _charset(first.get("content-type", ""))
         try:
-            text = body.decode(charset)
+            content = body.decode(charset)
         except (LookupError, UnicodeDecodeError) as exc:
             raise MessageFormatException(
                 f"the body is not text in {charset}: send it as bytes (amq-msg-type:bytes) or "
                 f"name its charset in content-type ({exc})"
             ) from exc
-        msg = TextMessage()
-        msg._text = text
     else:
-        bmsg = BytesMessage()
-        bmsg._buffer = bytearray(body)
-        msg = bmsg
-    msg._destination = resolve(dest_text)
-    msg._message_id = message_id
-    msg._timestamp = now_ms
+        kind = KIND_BYTES
+        content = body
+    if len(content) > limits.max_body_size:
+        raise CodecLimitError(
+            "max_body_size", len(content), limits.max_body_size, "STOMP SEND body"
+        )
+    dest = str(resolve(dest_text))
     persistent = first.get("persistent")
     if persistent is None:
-        msg._delivery_mode = 2 if persistent_default else 1
+        durable = persistent_default
     else:
-        msg._delivery_mode = 2 if persistent.strip().lower() == "true" else 1
-    if "priority" in first:
-        msg._priority = _int_header(first["priority"], "priority", 0, 9)
-    if "expires" in first:
-        msg._expiration = _int_header(first["expires"], "expires", 0)
-    if "AMQ_SCHEDULED_DELAY" in first:
-        delay = _int_header(first["AMQ_SCHEDULED_DELAY"], "AMQ_SCHEDULED_DELAY", 0)
-        msg._delivery_time = now_ms + delay
-    else:
-        msg._delivery_time = now_ms
-    if "correlation-id" in first:
-        msg._correlation_id = first["correlation-id"]
-    if "type" in first:
-        msg._type = first["type"]
-    if "reply-to" in first:
-        msg._reply_to = resolve(first["reply-to"])
+        durable = persistent.strip().lower() == "true"
+    get = first.get
+    text = get("priority")
+    priority = 4 if text is None else _int_header(text, "priority", 0, 9)
+    text = get("expires")
+    expiration = 0 if text is None else _int_header(text, "expires", 0)
+    text = get("AMQ_SCHEDULED_DELAY")
+    delivery_time = now_ms if text is None else now_ms + _int_header(text, "AMQ_SCHEDULED_DELAY", 0)
+    text = get("reply-to")
+    reply_to = None if text is None else str(resolve(text))
+    props: dict[str, str | int] = {}
+    types: dict[str, T] = {}
+    frame_headers = FRAME_HEADERS
     for name, value in first.items():
-        if name in FRAME_HEADERS:
+        if name in frame_headers:
             continue
-        tag = JMSX_TYPES.get(name, T.STRING)
-        if tag is T.INT:
-            msg._store_property(name, T.INT, _int_header(value, name, -(2**31), 2**31 - 1))
-            continue
-        try:
-            check_property_name(name)
-        except ValueError:
-            pass  # STOMP header names need not be identifiers: kept, not selectable
-        msg._store_property(name, T.STRING, value)
-    return msg
+        tag = JMSX_TYPES.get(name)
+        if tag is None or tag is T.STRING:
+            # STOMP header names need not be identifiers: kept, not selectable.
+            props[name] = value
+            types[name] = T.STRING
+        elif tag is T.INT:
+            props[name] = _int_header(value, name, -(2**31), 2**31 - 1)
+            types[name] = T.INT
+        else:
+            raise MessageFormatException(
+                f"header {name} names a JMS-defined property of type "
+                f"{TYPE_NAMES[tag]}, which a STOMP header cannot carry: leave it out"
+            )
+    if len(props) > limits.max_properties:
+        raise CodecLimitError(
+            "max_properties", len(props), limits.max_properties, "number of properties"
+        )
+    data = encode_fields(
+        kind,
+        message_id,
+        now_ms,
+        get("correlation-id"),
+        reply_to,
+        dest,
+        2 if durable else 1,
+        False,
+        get("type"),
+        expiration,
+        delivery_time,
+        priority,
+        props,
+        types,
+        content,
+        limits,
+        "STOMP SEND",
+    )
+    group = props.get("JMSXGroupID")
+    seq = props.get("JMSXGroupSeq", 0)
+    return Send(
+        corr=corr,
+        session_id=session_id,
+        destination=dest,
+        message=data,
+        persistent=durable,
+        priority=priority,
+        expiration=expiration,
+        delivery_time=delivery_time,
+        group_id=group if isinstance(group, str) else None,
+        group_seq=seq if isinstance(seq, int) else 0,
+    )
 
 
 def _json_value(tag: T, value: object) -> object:
@@ -239,12 +310,13 @@ def _json_value(tag: T, value: object) -> object:
     return value
 
 
-def _body(msg: Message) -> tuple[bytes, str | None, str | None]:
-    """(octets, content-type, ternmq-body-type) of ``msg``'s body."""
+def _body(msg: Message) -> tuple[bytes | bytearray, str | None, str | None]:
+    """(octets, content-type, ternmq-body-type) of ``msg``'s body (a Bytes body is the
+    message's own buffer, not a copy: the message is a decoded one, read by nobody else)."""
     if isinstance(msg, TextMessage):
         return (msg._text or "").encode("utf-8"), "text/plain;charset=utf-8", None
     if isinstance(msg, BytesMessage):
-        return bytes(msg._buffer), "application/octet-stream", None
+        return msg._buffer, "application/octet-stream", None
     if isinstance(msg, MapMessage):
         doc: object = {k: _json_value(t, v) for k, (t, v) in msg._map.items()}
         return _dump(doc), "application/json", "map"
@@ -259,35 +331,24 @@ def _dump(doc: object) -> bytes:
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=True).encode()
 
 
-def message_headers(
-    msg: Message,
-    *,
-    subscription: str,
-    ack: str | None,
-    delivery_count: int,
-) -> tuple[list[tuple[str, str]], bytes]:
-    """The headers and body of the MESSAGE frame that delivers ``msg``.
+def message_headers(msg: Message) -> tuple[list[tuple[str, str]], bytes | bytearray]:
+    """The headers and body of a MESSAGE frame that delivers ``msg``, without those of the
+    delivery itself (``subscription``, ``ack``, ``redelivered``, ``JMSXDeliveryCount``:
+    :func:`delivery_head`), which go before them.
 
     Args:
         msg: the decoded message.
-        subscription: the SUBSCRIBE frame's ``id``.
-        ack: the ``ack`` header (the id an ACK or NACK names), or None (auto).
-        delivery_count: the JMSXDeliveryCount of this delivery.
     """
     body, ctype, kind = _body(msg)
+    # The message-id ("ID:...") holds a colon, escaped in 1.1 and 1.2: it comes first, so
+    # that the encoder can escape it on its own and take the others in one pass.
     h: list[tuple[str, str]] = [
-        ("subscription", subscription),
         ("message-id", msg._message_id or ""),
         ("destination", stomp_destination(msg._destination) if msg._destination else ""),
-    ]
-    if ack is not None:
-        h.append(("ack", ack))
-    h += [
         ("persistent", "true" if msg._delivery_mode == 2 else "false"),
         ("priority", str(msg._priority)),
         ("expires", str(msg._expiration)),
         ("timestamp", str(msg._timestamp)),
-        ("redelivered", "true" if delivery_count > 1 else "false"),
     ]
     corr = msg._correlation_id
     if corr is not None:
@@ -303,10 +364,114 @@ def message_headers(
         text = to_string(types[name], value)
         if text is not None:
             h.append((name, text))
-    h.append(("JMSXDeliveryCount", str(delivery_count)))
     if kind is not None:
         h.append((BODY_TYPE_HEADER, kind))
     if ctype is not None:
         h.append(("content-type", ctype))
     h.append(("content-length", str(len(body))))
     return h, body
+
+
+_FIRST_DELIVERY: Final = b"redelivered:false\nJMSXDeliveryCount:1\n"
+
+
+def delivery_head(subscription: bytes, ack: str | None, delivery_count: int) -> bytes:
+    """The start of a MESSAGE frame, up to the headers of the delivery itself.
+
+    Args:
+        subscription: ``MESSAGE`` and the ``subscription`` header line, as
+            :func:`subscription_head` gives them.
+        ack: the ``ack`` header (the id an ACK or NACK names: decimal digits), or None
+            (auto).
+        delivery_count: the JMSXDeliveryCount of this delivery.
+    """
+    if delivery_count == 1:
+        tail = _FIRST_DELIVERY
+    else:
+        tail = b"redelivered:true\nJMSXDeliveryCount:%d\n" % delivery_count
+    if ack is None:
+        return subscription + tail
+    return b"%back:%s\n%b" % (subscription, ack.encode("ascii"), tail)
+
+
+def subscription_head(subscription: str, version: str) -> bytes:
+    """``MESSAGE`` and the ``subscription`` header line of a SUBSCRIBE's ``id``, escaped
+    per ``version`` (see :func:`delivery_head`).
+
+    Raises:
+        StompError: an id that ``version`` cannot carry (a newline in 1.0).
+    """
+    return b"MESSAGE\n" + encode_headers([("subscription", subscription)], version)
+
+
+# A body up to this size is copied into the frame's one buffer; a larger one is written as
+# a part of its own (the socket's writelines takes the parts without joining them).
+_JOIN_MAX: Final = 16 * 1024
+
+
+class MessageFrames:
+    """The part of MESSAGE frames that depends on the message only, built from its stored
+    form.
+
+    Theory of operation: a delivery is :func:`delivery_head` (per delivery: subscription,
+    ack id, delivery count) followed by the parts this object makes of the stored octets
+    (the JMS headers, properties and body, escaped per version, and the closing NUL). The
+    parts of recent small messages are kept, keyed by the identity of their stored octets
+    (the object, held by the entry, so its identity stays its own): topic fan-out hands
+    every subscriber the same object, in a row or, when a subscriber's credit comes back
+    later, a prefetch window later, and each subscriber after the first reuses the first
+    one's work. What is kept is bounded by ``budget`` octets, the oldest going first; a
+    message larger than :data:`_JOIN_MAX` is not kept (it is written as parts, unjoined).
+
+    Args:
+        budget: octets of stored messages and their parts to keep, at most.
+
+    Attributes:
+        message_id: the JMSMessageID of the message of the last :meth:`parts` call.
+    """
+
+    __slots__ = ("_budget", "_held", "_kept", "message_id")
+
+    def __init__(self, budget: int = 2 * 1024 * 1024) -> None:
+        self._budget = budget
+        self._held = 0
+        # id(stored octets) -> (stored octets, version, message id, parts), oldest first (an
+        # OrderedDict: taking the oldest of a plain dict scans the slots freed before it)
+        self._kept: OrderedDict[int, tuple[bytes, str, str | None, tuple[bytes, ...]]] = (
+            OrderedDict()
+        )
+        self.message_id: str | None = None
+
+    def parts(self, raw: bytes, version: str) -> tuple[bytes | bytearray, ...]:
+        """The message part of a MESSAGE frame for the stored octets ``raw`` in STOMP
+        ``version``: one buffer, or for a large body the headers, the body and the NUL.
+
+        Raises:
+            MessageFormatException: ``raw`` is not a valid encoded message.
+            StompError: a header that ``version`` cannot carry (a newline in 1.0).
+        """
+        hit = self._kept.get(id(raw))
+        if hit is not None and hit[0] is raw and hit[1] == version:
+            self.message_id = hit[2]
+            return hit[3]
+        msg = decode_message(raw)
+        headers, body = message_headers(msg)
+        if version == "1.0":
+            lines = encode_headers(headers, version)
+        else:  # the message-id, which holds a colon, escaped on its own (see message_headers)
+            mid_line = f"message-id:{escape_header(headers[0][1], version)}\n".encode()
+            lines = mid_line + encode_headers(headers[1:], version)
+        self.message_id = mid = msg._message_id
+        if len(body) > _JOIN_MAX:
+            return (lines + b"\n", body, b"\x00")
+        parts = (b"".join((lines, b"\n", body, b"\x00")),)
+        kept = self._kept
+        old = kept.pop(id(raw), None)
+        if old is not None:
+            self._held -= len(old[0]) + len(old[3][0])
+        kept[id(raw)] = (raw, version, mid, parts)
+        self._held += len(raw) + len(parts[0])
+        while self._held > self._budget:
+            oldest = kept.popitem(last=False)[1]
+            self._held -= len(oldest[0]) + len(oldest[3][0])
+        return parts

@@ -22,7 +22,8 @@ SUBSCRIBE          ``CreateSession`` n + ``CreateConsumer`` n (one session per
 UNSUBSCRIBE        ``CloseSession`` n (handed-over, unacknowledged messages counted as
                    delivered); with a durable name header also ``Unsubscribe``
 ACK                ``Ack`` on the subscription's session, then ``Credit`` (the prefetch
-                   window is the number of unacknowledged messages)
+                   window is the number of unacknowledged messages); the ACKs of one
+                   socket read together, one ``Ack`` and one ``Credit`` per subscription
 NACK               ``Nack`` of the NACKed deliveries: each is a failed delivery attempt
                    (delay, ``max_delivery_attempts``, dead-letter queue apply); the
                    subscription's other deliveries are untouched
@@ -58,7 +59,6 @@ from typing import ClassVar, Final, Literal
 from ternmq._version import __version__
 from ternmq.destination import Destination, TemporaryQueue, TemporaryTopic, destination
 from ternmq.errors import JMSException
-from ternmq.message.codec import decode_message, encode_message
 from ternmq.protocol import commands as c
 from ternmq.protocol.stomp import StompFrame, StompLimits, encode_frame
 from ternmq.protocol.stomp_connection import (
@@ -72,9 +72,11 @@ from ternmq.protocol.stomp_connection import (
 )
 from ternmq.server._gateway import ConnectionHost, GatewayConnection
 from ternmq.server._stomp_mapping import (
+    MessageFrames,
+    delivery_head,
+    encode_send,
     jms_destination,
-    message_from_send,
-    message_headers,
+    subscription_head,
 )
 from ternmq.server.logs import log_event
 from ternmq.server.native import NativeConnection
@@ -89,6 +91,10 @@ _DURABLE_HEADERS: Final = ("durable-subscription-name", "activemq.subscriptionNa
 DEFAULT_PREFETCH: Final = 100
 _SEND_SESSION: Final = 1
 _STALE_MAX: Final = 4096  # ack ids released by a NACK/ABORT, remembered to ignore late ACKs
+_RESOLVED_MAX: Final = 256  # STOMP destination texts -> Destination, remembered per connection
+# The message part of MESSAGE frames, shared by every STOMP connection of the process (they
+# all run on the event loop): topic fan-out delivers one message to each subscriber in turn.
+_FRAMES: Final = MessageFrames()
 
 AckMode = Literal["auto", "client", "client-individual"]
 _ACK_MODES: Final[tuple[AckMode, ...]] = ("auto", "client", "client-individual")
@@ -101,13 +107,15 @@ _CLOSED: Final = State.CLOSED
 class _Subscription:
     """One SUBSCRIBE: its own engine session and consumer (both numbered ``sid``)."""
 
-    __slots__ = ("ack", "durable", "id", "sid", "unacked")
+    __slots__ = ("ack", "durable", "head", "id", "sid", "unacked")
 
     def __init__(self, sub_id: str, sid: int, ack: AckMode, durable: str | None) -> None:
         self.id = sub_id
         self.sid = sid
         self.ack = ack
         self.durable = durable
+        # "MESSAGE" and its subscription header line, made at the first delivery.
+        self.head: bytes | None = None
         # ack id -> (delivery id, message id if ACK may name it) of the messages handed
         # over and not yet ACKed or NACKed, in delivery order (dicts keep insertion order:
         # an "ack:client" ACK is cumulative).
@@ -161,7 +169,10 @@ class StompConnection(GatewayConnection):
         self._corrs = itertools.count(1)
         self._ids = itertools.count(2)  # engine session/consumer numbers (1: sends)
         self._msg_ids = itertools.count(1)
-        self._pending: dict[int, list[str]] = {}  # corr -> receipts to write on its reply
+        self._msg_id_prefix = ""  # "ID:<process>-<connection>-", set once connected
+        # corr -> receipts to write on its reply (None: none so far), for every request
+        # awaiting its reply
+        self._pending: dict[int, list[str] | None] = {}
         self._riders: dict[int, int] = {}  # corr -> receipts of later frames in _pending
         self._last_corr = 0
         self._close_on_corr: int | None = None
@@ -172,9 +183,14 @@ class StompConnection(GatewayConnection):
         self._stale: dict[str, None] = {}
         self._txs: dict[str, _Transaction] = {}
         self._temps: dict[str, str] = {}  # "/temp-queue/NAME" -> "temp-queue://..."
+        self._resolved: dict[str, Destination] = {}  # "/queue/NAME" -> its Destination
         self._settle: dict[int, list[int]] = {}  # auto-ack deliveries, by session
         self._settle_scheduled = False
         self._held_credit: dict[int, int] = {}  # credit withheld while writing is paused
+        # ACKs outside transactions read but not yet handed to the engine, by subscription:
+        # the ACK frames of one socket read become one Ack and one Credit per subscription
+        # (handed over before any other frame, a receipt, and at the end of the read).
+        self._acks: dict[_Subscription, list[int]] = {}
 
     @property
     def state(self) -> State:
@@ -198,6 +214,8 @@ class StompConnection(GatewayConnection):
                         break
                     self._frame(frame)
             finally:
+                if self._acks:
+                    self._flush_acks()
                 self.host.rearm()
             return
         if state is _CLOSED:
@@ -231,9 +249,13 @@ class StompConnection(GatewayConnection):
                 )
             elif isinstance(ev, StompFrame):
                 self._frame(ev)
+        if self._acks:
+            self._flush_acks()
 
     def _frame(self, frame: StompFrame) -> None:
         """One frame of an OPEN connection."""
+        if self._acks and frame.command != "ACK":
+            self._flush_acks()
         handler = _HANDLERS.get(frame.command)
         if handler is None:
             self.fail(f"{frame.command} is not a frame a client sends once connected")
@@ -250,7 +272,7 @@ class StompConnection(GatewayConnection):
     def _request(self, req: c.Request, receipt: str | None = None) -> None:
         """Hand ``req`` (whose ``corr`` came from :meth:`_corr`) to the broker; ``receipt``
         is written when its reply comes."""
-        self._pending[req.corr] = [receipt] if receipt is not None else []
+        self._pending[req.corr] = None if receipt is None else [receipt]
         self._last_corr = req.corr
         self._submit(req)
 
@@ -263,12 +285,16 @@ class StompConnection(GatewayConnection):
         if receipt is None:
             return
         corr = self._last_corr
-        waiting = self._pending.get(corr)
-        if waiting is not None:
+        pending = self._pending
+        if corr in pending:
             # A receipt waiting on another frame's reply counts as a request awaiting its
             # reply: past max_inflight_requests of them reading stops (a flood of
             # receipted ACKs behind a slow persistent send stays bounded).
-            waiting.append(receipt)
+            waiting = pending[corr]
+            if waiting is None:
+                pending[corr] = [receipt]
+            else:
+                waiting.append(receipt)
             self._riders[corr] = self._riders.get(corr, 0) + 1
             self._awaiting()
         else:
@@ -289,9 +315,10 @@ class StompConnection(GatewayConnection):
             self.fail(cmd.message)
             return
         corr = cmd.corr
-        receipts = self._pending.pop(corr, [])
-        for _ in range(self._riders.pop(corr, 0)):
-            self._replied()
+        receipts = self._pending.pop(corr, None) or ()
+        if self._riders:
+            for _ in range(self._riders.pop(corr, 0)):
+                self._replied()
         self._replied()
         if isinstance(cmd, c.Error):
             self.fail(cmd.message, receipt=receipts[0] if receipts else None)
@@ -309,19 +336,24 @@ class StompConnection(GatewayConnection):
         sub = self._by_sid.get(d.consumer_id)
         if sub is None:
             return  # unsubscribed meanwhile: the engine took it back
-        msg = decode_message(d.message)
+        version = self.wire.version
+        parts = _FRAMES.parts(d.message, version)
+        head = sub.head
+        if head is None:
+            head = sub.head = subscription_head(sub.id, version)
         ack_id: str | None = None
         if sub.ack != "auto":
             ack_id = str(d.delivery_id)
-            mid = msg._message_id if self._version != "1.2" else None
+            mid = _FRAMES.message_id if version != "1.2" else None
             sub.unacked[ack_id] = (d.delivery_id, mid)
             self._ack_owner[ack_id] = sub
             if mid:
                 self._msg_ack[mid] = ack_id
-        headers, body = message_headers(
-            msg, subscription=sub.id, ack=ack_id, delivery_count=d.delivery_count
-        )
-        self._write(encode_frame("MESSAGE", headers, body, version=self._version))
+        head = delivery_head(head, ack_id, d.delivery_count)
+        if len(parts) == 1:
+            self._write(head + parts[0])
+        else:
+            self._write_parts((head, *parts))
         if sub.ack == "auto":
             ids = self._settle.setdefault(sub.sid, [])
             ids.append(d.delivery_id)
@@ -378,6 +410,7 @@ class StompConnection(GatewayConnection):
         self._cancel_handshake_timer()
         self._opened()
         self.conn = self._attach(broker, self._emit)
+        self._msg_id_prefix = f"ID:{_PROCESS_ID}-{self.conn.id.removeprefix('ID:')}-"
         self.user = self.host.principal(login)
         client_id = frame.get("client-id")
         self._request(c.Connect(corr=self._corr(), user=self.user, client_id=client_id))
@@ -407,6 +440,8 @@ class StompConnection(GatewayConnection):
             if self.wire.state is not _OPEN:
                 break
             self._frame(frame)
+        if self._acks:
+            self._flush_acks()
         self.host.rearm()
 
     # ---- destinations ---------------------------------------------------------------------
@@ -429,7 +464,14 @@ class StompConnection(GatewayConnection):
             self._temps[text] = str(made)
             self._request(c.CreateTemporary(corr=self._corr(), topic=topic, name=name))
             return made
-        return destination(jms_destination(text))
+        resolved = self._resolved
+        dest = resolved.get(text)
+        if dest is None:
+            dest = destination(jms_destination(text))
+            if len(resolved) >= _RESOLVED_MAX:
+                del resolved[next(iter(resolved))]
+            resolved[text] = dest
+        return dest
 
     # ---- frames ---------------------------------------------------------------------------
     def _on_send(self, frame: StompFrame) -> None:
@@ -438,38 +480,24 @@ class StompConnection(GatewayConnection):
         if conn is None or broker is None:
             return
         tx = self._transaction(frame)
-        msg = message_from_send(
+        req = encode_send(
             frame.headers,
             frame.body,
+            corr=self._corr(),
+            session_id=tx.sid if tx is not None else _SEND_SESSION,
             now_ms=broker.clock.now_ms(),
             persistent_default=self.stomp_persistent_default,
-            message_id=f"ID:{_PROCESS_ID}-{conn.id.removeprefix('ID:')}-{next(self._msg_ids)}",
+            message_id=f"{self._msg_id_prefix}{next(self._msg_ids)}",
             resolve=self._resolve,
         )
-        assert msg._destination is not None
-        group = msg._properties.get("JMSXGroupID")
-        seq = msg._properties.get("JMSXGroupSeq", 0)
-        encoded = encode_message(msg)
         if tx is not None:
-            tx.sent += len(encoded)
+            tx.sent += len(req.message)
             most = self.limits.stomp_max_transaction_bytes
             if tx.sent > most:
                 raise JMSException(
                     f"transaction {frame.get('transaction')!r} holds more than "
                     f"stomp_max_transaction_bytes ({most}) of sends: COMMIT more often"
                 )
-        req = c.Send(
-            corr=self._corr(),
-            session_id=tx.sid if tx is not None else _SEND_SESSION,
-            destination=str(msg._destination),
-            message=encoded,
-            persistent=msg._delivery_mode == 2,
-            priority=msg._priority,
-            expiration=msg._expiration,
-            delivery_time=msg._delivery_time,
-            group_id=group if isinstance(group, str) else None,
-            group_seq=seq if isinstance(seq, int) and not isinstance(seq, bool) else 0,
-        )
         self._request(req, frame.get("receipt"))
 
     def _on_subscribe(self, frame: StompFrame) -> None:
@@ -632,9 +660,25 @@ class StompConnection(GatewayConnection):
             if tx is not None:
                 tx.acks.append((sub, ids))
             else:
+                held = self._acks.get(sub)
+                if held is None:
+                    self._acks[sub] = ids
+                else:
+                    held += ids
+        if self._acks and frame.get("receipt") is not None:
+            self._flush_acks()
+        self._receipt(frame)
+
+    def _flush_acks(self) -> None:
+        """Hand the ACKs held from this read to the engine: one Ack and one Credit per
+        subscription (a subscription gone meanwhile has released them already)."""
+        acks, self._acks = self._acks, {}
+        for sub, ids in acks.items():
+            if self.wire.state is not _OPEN:
+                return
+            if sub.sid in self._by_sid:
                 self._request(c.Ack(corr=self._corr(), session_id=sub.sid, delivery_ids=ids))
                 self._credit(sub.sid, len(ids))
-        self._receipt(frame)
 
     def _on_nack(self, frame: StompFrame) -> None:
         tx = self._transaction(frame)
