@@ -1,5 +1,6 @@
 """Helpers of the STOMP gateway tests: a ``ternmq serve`` with a STOMP listener on port 0,
-and a raw-frame STOMP client built on ternmq's own sans-IO codec (``protocol/stomp.py``).
+and a raw-frame STOMP client built on ternmq's own sans-IO codec (``protocol/stomp.py``), over
+TCP (the STOMP port) or over a WebSocket (``/stomp`` on the HTTP listener).
 
 (The directory is ``tests/stomp_gateway``, not ``tests/stomp``: a test package named
 ``stomp`` would shadow the stomp.py client these tests drive.)
@@ -13,11 +14,24 @@ import socket
 import ssl
 import time
 from collections.abc import Iterable
+from typing import Literal, Self
+
+import websocket
 
 from server._support import HOST, IO_TIMEOUT, ServerProcess
 from ternmq.protocol.stomp import HEARTBEAT, StompFrame, StompLimits, StompParser, encode_frame
 
-__all__ = ["HOST", "IO_TIMEOUT", "StompRaw", "start_server"]
+__all__ = [
+    "HOST",
+    "IO_TIMEOUT",
+    "TRANSPORTS",
+    "StompClient",
+    "StompRaw",
+    "StompWs",
+    "Transport",
+    "dial",
+    "start_server",
+]
 
 _STOMP_RE = r"event=listening protocol=stomp address=tcp://127\.0\.0\.1:(\d+)"
 
@@ -47,21 +61,11 @@ def start_server(
     return server, int(m.group(1))
 
 
-class StompRaw:
-    """A raw STOMP client: frames out, frames in, nothing hidden."""
+class StompClient:
+    """A raw STOMP client: frames out, frames in, nothing hidden. Subclasses move octets over
+    one transport (:class:`StompRaw` over TCP or TLS, :class:`StompWs` over a WebSocket)."""
 
-    def __init__(
-        self,
-        port: int,
-        *,
-        timeout: float = IO_TIMEOUT,
-        version: str = "1.2",
-        tls: ssl.SSLContext | None = None,
-    ) -> None:
-        sock = socket.create_connection((HOST, port), timeout=timeout)
-        if tls is not None:
-            sock = tls.wrap_socket(sock, server_hostname="localhost")
-        self.sock = sock
+    def __init__(self, *, version: str = "1.2") -> None:
         self.parser = StompParser(StompLimits(max_frame=64 << 20, max_body=64 << 20))
         self.parser.version = version
         self.parser.frame_limit = 64 << 20
@@ -69,17 +73,27 @@ class StompRaw:
         self.pending: list[StompFrame] = []
         self.heartbeats = 0
 
-    def close(self) -> None:
-        self.sock.close()
+    def _write(self, data: bytes) -> None:
+        """Send ``data`` (one WebSocket message, or octets on the socket)."""
+        raise NotImplementedError
 
-    def __enter__(self) -> StompRaw:
+    def _read(self, timeout: float) -> bytes:
+        """The next octets received; ``b""`` once the server closed (``TimeoutError`` when
+        nothing came within ``timeout`` seconds)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close the transport."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def send_bytes(self, data: bytes) -> None:
-        self.sock.sendall(data)
+        self._write(data)
 
     def send(
         self, command: str, headers: Iterable[tuple[str, str]] = (), body: bytes = b""
@@ -87,8 +101,9 @@ class StompRaw:
         """Write one frame (escaped per the negotiated version); no ``content-length``
         unless ``headers`` has one (so a body is text to the gateway by default)."""
         version = "1.0" if command in ("CONNECT", "STOMP") else self.version
-        frame = encode_frame(command, list(headers), body, version=version, content_length=False)
-        self.sock.sendall(frame)
+        self._write(
+            encode_frame(command, list(headers), body, version=version, content_length=False)
+        )
 
     def recv(self, timeout: float = IO_TIMEOUT) -> StompFrame:
         """The next frame (heart-beats counted in ``heartbeats`` and skipped)."""
@@ -97,8 +112,7 @@ class StompRaw:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError("no frame from the server")
-            self.sock.settimeout(left)
-            data = self.sock.recv(65536)
+            data = self._read(left)
             if not data:
                 raise ConnectionError("the server closed the connection")
             for item in self.parser.feed(data):
@@ -135,7 +149,7 @@ class StompRaw:
             held.append(frame)
 
     def read_until_closed(self, timeout: float = IO_TIMEOUT) -> list[StompFrame]:
-        """Every frame until the server closes the socket (raises on timeout)."""
+        """Every frame until the server closes the connection (raises on timeout)."""
         out = list(self.pending)
         self.pending.clear()
         deadline = time.monotonic() + timeout
@@ -143,9 +157,8 @@ class StompRaw:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError("the server did not close the connection")
-            self.sock.settimeout(left)
             try:
-                data = self.sock.recv(65536)
+                data = self._read(left)
             except ConnectionResetError:
                 return out
             if not data:
@@ -159,3 +172,79 @@ class StompRaw:
                     out.append(item)
                 else:
                     self.heartbeats += 1
+
+
+class StompRaw(StompClient):
+    """A raw STOMP client over TCP (or TLS with ``tls``)."""
+
+    def __init__(
+        self,
+        port: int,
+        *,
+        timeout: float = IO_TIMEOUT,
+        version: str = "1.2",
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        super().__init__(version=version)
+        sock = socket.create_connection((HOST, port), timeout=timeout)
+        if tls is not None:
+            sock = tls.wrap_socket(sock, server_hostname="localhost")
+        self.sock = sock
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def _write(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def _read(self, timeout: float) -> bytes:
+        self.sock.settimeout(timeout)
+        return self.sock.recv(65536)
+
+
+class StompWs(StompClient):
+    """A raw STOMP client over a WebSocket to ``/stomp`` on the HTTP listener (the
+    subprotocol ``vXY.stomp`` of ``version``; each frame is sent as one text message, or
+    binary when it is not UTF-8)."""
+
+    def __init__(self, http_url: str, *, timeout: float = IO_TIMEOUT, version: str = "1.2") -> None:
+        super().__init__(version=version)
+        url = http_url.replace("http", "ws", 1) + "/stomp"
+        subprotocol = "v" + version.replace(".", "") + ".stomp"
+        self.ws = websocket.create_connection(url, timeout=timeout, subprotocols=[subprotocol])
+        assert self.ws.getsubprotocol() == subprotocol
+
+    def close(self) -> None:
+        self.ws.close(timeout=1)
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self.ws.send(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            self.ws.send_binary(data)
+
+    def _read(self, timeout: float) -> bytes:
+        self.ws.settimeout(timeout)
+        try:
+            opcode, data = self.ws.recv_data()
+        except websocket.WebSocketTimeoutException as exc:
+            raise TimeoutError("no message from the server") from exc
+        except (websocket.WebSocketConnectionClosedException, OSError):
+            return b""
+        if opcode == websocket.ABNF.OPCODE_CLOSE:
+            return b""
+        return bytes(data)
+
+
+Transport = Literal["tcp", "ws"]
+TRANSPORTS: tuple[Transport, ...] = ("tcp", "ws")
+
+
+def dial(
+    transport: Transport, server: ServerProcess, stomp_port: int, *, version: str = "1.2"
+) -> StompClient:
+    """A raw STOMP client (not yet CONNECTed) to ``server`` over ``transport``: its STOMP port
+    for ``tcp``, ``/stomp`` on its HTTP listener for ``ws`` (started with ``http=True``)."""
+    if transport == "ws":
+        return StompWs(server.http_url, version=version)
+    return StompRaw(stomp_port, version=version)

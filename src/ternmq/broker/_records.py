@@ -16,6 +16,7 @@ access (``_sequenced.py``), stats (``_stats.py``) and recovery (``_recover.py``)
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import itertools
 from collections.abc import Callable
@@ -42,7 +43,7 @@ Emit = Callable[[c.Command], None]
 class Session:
     """The broker's side of one client session."""
 
-    __slots__ = ("conn", "consumers", "id", "outstanding", "transacted", "tx_sends")
+    __slots__ = ("conn", "consumers", "held", "id", "outstanding", "transacted", "tx_sends")
 
     def __init__(self, sid: int, conn: BrokerConnection, transacted: bool) -> None:
         self.id = sid
@@ -51,6 +52,9 @@ class Session:
         self.outstanding: dict[int, Entry] = {}
         self.tx_sends: list[c.Send] = []
         self.consumers: dict[int, Consumer] = {}
+        # Sends of this session held for room (PSF-07), in send order: (deadline epoch ms,
+        # destination, send). The engine parks the session on its first one's destination.
+        self.held: collections.deque[tuple[int, Destination, c.Send]] = collections.deque()
 
 
 class Consumer:
@@ -156,6 +160,8 @@ class BrokerConnection:
         self.sessions: dict[int, Session] = {}
         self.temporaries: dict[Destination, Any] = {}
         self.closed = False
+        self.held = 0  # sends of its sessions held for room (PSF-07)
+        self.held_disconnect: c.Disconnect | None = None  # waits for those sends
         self._delivery_ids = itertools.count(1)
         # What an operator sees of it (the admin requests): set by the engine and the
         # gateway that accepted it.

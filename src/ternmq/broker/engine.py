@@ -17,6 +17,22 @@ good; a released one goes back to its place (REL-16), counted as a delivery atte
 client handed it to the application (JMSXDeliveryCount, REL-10), and is dead-lettered after
 ``max_delivery_attempts`` (PSF-01).
 
+Sends held for room (PSF-07): a send to a full destination whose policy is ``block`` (or
+``page`` when it cannot page) is held, not refused, until room frees or ``block_timeout``
+passes. The order kept is JMS's (§6.2.9: a session's messages to a destination arrive in send
+order) and a little more, because the native client relies on it: a session's sends are taken
+in send order, whatever their destinations, since one answered send vouches for the quiet
+(unanswered) sends of its session before it. So each session holds its own held sends in a FIFO
+(``Session.held``), and a later send of a session with held sends waits behind them even when
+its own destination has room; a send of another session or connection to another destination
+never waits for them. Per destination, the sessions whose first held send is for it wait in
+the order they came (``_parked``), and a new send to a destination with waiting sessions
+queues behind them, so a producer that keeps sending cannot overtake one that waits. Holding a
+send is O(1); each retry (after every request other than a send, and at deadlines) tries the
+first waiting send of each destination that has any, and moves a session on to the
+destination of its next held send once one is taken or refused. A graceful Disconnect waits
+until its connection's held sends are taken or refused (``BrokerConnection.held``).
+
 This module is the state machine itself: dispatch, publish and release, with the request
 handlers around them. What depends only downwards lives beside it: the records of
 connections, sessions, consumers and subscriptions (``_records.py``), the queues and their
@@ -183,11 +199,10 @@ class Broker:
         self._timers: list[tuple[int, int, MessageQueue | None]] = []
         self._timer_seq = itertools.count()
         self._reaper_due: int | None = None
-        # Sends held for room (PSF-07), in arrival order, and a Disconnect that waits behind
-        # its connection's held sends (destination None; see _on_disconnect).
-        self._blocked: collections.deque[
-            tuple[int, BrokerConnection, Destination | None, c.Send | c.Disconnect]
-        ] = collections.deque()
+        # Sends held for room (PSF-07): each session keeps its own in send order
+        # (Session.held); here, per destination, the sessions whose first held send is for
+        # it, in the order they came to wait (see "Sends held for room" above).
+        self._parked: dict[Destination, collections.deque[Session]] = {}
         self._dest_cache: dict[str, Destination] = {}
         self._tx_added: list[Entry] | None = None  # entries a commit in progress enqueued
         # Sequence access (_sequenced.py): reserved positions per durable key, staged
@@ -264,7 +279,7 @@ class Broker:
             handler = self._handlers[type(req)]
             reply = handler(self, conn, req)
             self._dispatch_dirty()
-            if self._blocked and not isinstance(req, c.Send):
+            if self._parked and not isinstance(req, c.Send):
                 self._unblock(self.clock.now_ms())
                 self._dispatch_dirty()
         except JMSException as exc:
@@ -303,7 +318,7 @@ class Broker:
             self._reaper_due = None
             self._reap(now)
         self._dispatch_dirty()
-        if self._blocked:
+        if self._parked:
             self._unblock(now)
             self._dispatch_dirty()
         self._flush()
@@ -339,6 +354,9 @@ class Broker:
         if not conn.closed:
             self._close_connection(conn)
             self._dispatch_dirty()
+            if self._parked:  # its held sends leave; sends waiting behind them may go
+                self._unblock(self.clock.now_ms())
+                self._dispatch_dirty()
             self._flush()
 
     # ------------------------------------------------------------------ destinations
@@ -500,12 +518,12 @@ class Broker:
         return c.Ok(corr=req.corr)
 
     def _on_disconnect(self, conn: BrokerConnection, req: c.Disconnect) -> c.Reply | None:
-        if any(held[1] is conn for held in self._blocked):
+        if conn.held:
             # Sends of this connection wait for room, quiet ones among them (answered only if
             # refused, so the client cannot wait for them): a graceful close waits for them
             # to be taken or refused, as JMS's close() waits for outstanding sends, instead of
-            # dropping them with the connection.
-            self._blocked.append((0, conn, None, req))
+            # dropping them with the connection (answered by _unhold).
+            conn.held_disconnect = req
             return None
         self._close_connection(conn)
         return c.Ok(corr=req.corr)
@@ -690,13 +708,14 @@ class Broker:
             if owner is consumer:
                 del q.groups[gid]
         released: list[int] = []
-        for did in sorted(consumer.outstanding):
+        for did in sorted(consumer.outstanding, reverse=True):  # newest first (_give_back)
             if did in delivered:
                 continue  # handed to the application: stays with the session
             e = s.outstanding.pop(did, None)
             if e is not None and e.state == INFLIGHT:
                 self._return_uncounted(e)
                 released.append(did)
+        released.reverse()
         consumer.outstanding.clear()
         sub = consumer.sub
         if sub is not None and not sub.durable and not q.consumers:
@@ -744,15 +763,17 @@ class Broker:
             return c.Ok(corr=req.corr)
         if dup_id is not None and self._dedup.seen(dest, dup_id):
             return c.Ok(corr=req.corr)  # PSF-09: acknowledged, not enqueued
-        if self._blocked and self._blocks(dest):
-            self._block(conn, dest, req)  # keep the order of blocked senders
+        if s.held or (self._parked and dest in self._parked):
+            # behind this session's held sends (its order), or behind the sessions already
+            # waiting for room in dest (their turn first)
+            self._hold(s, dest, req)
             return None
         try:
             self._publish(conn, dest, req)
         except ResourceAllocationException:
             if not self._blocks(dest):
                 raise
-            self._block(conn, dest, req)
+            self._hold(s, dest, req)
             return None
         if dup_id is not None:
             self._record_duplicate_id(dest, req)
@@ -799,48 +820,76 @@ class Broker:
                 self.queue(dest)
         return dest
 
-    def _block(self, conn: BrokerConnection, dest: Destination, req: c.Send) -> None:
-        """Hold a send to a full destination until room frees or its timeout (PSF-07)."""
-        timeout = self.config.policy_for(str(dest)).block_timeout
-        deadline = self.clock.now_ms() + round(timeout * 1000)
-        self._blocked.append((deadline, conn, dest, req))
-        self.add_timer(deadline, None)
+    def _hold(self, s: Session, dest: Destination, req: c.Send) -> None:
+        """Hold a send until room frees in ``dest`` or its ``block_timeout`` passes (PSF-07),
+        behind the earlier held sends of its session. O(1)."""
+        now = self.clock.now_ms()
+        deadline = now
+        if self._blocks(dest):
+            deadline += round(self.config.policy_for(str(dest)).block_timeout * 1000)
+            self.add_timer(deadline, None)
+        if not s.held:
+            self._parked.setdefault(dest, collections.deque()).append(s)
+        s.held.append((deadline, dest, req))
+        s.conn.held += 1
 
     def _unblock(self, now: int) -> None:
-        """Retry held sends in arrival order; fail those past their deadline."""
-        while self._blocked:
-            deadline, conn, dest, req = self._blocked[0]
-            if dest is None or not isinstance(req, c.Send):  # a Disconnect: its sends are done
-                self._blocked.popleft()
-                if not conn.closed:
-                    self._close_connection(conn)
-                self._answer(conn, req, c.Ok(corr=req.corr))
-                continue
-            if conn.closed:
-                self._blocked.popleft()
-                continue
-            if req.duplicate_id is not None and self._dedup.seen(dest, req.duplicate_id):
-                self._blocked.popleft()  # PSF-09: an earlier held send had the same id
-                self._answer(conn, req, c.Ok(corr=req.corr))
-                continue
-            try:
-                self._publish(conn, dest, req)
-            except ResourceAllocationException as exc:
-                if deadline > now:
-                    return
-                self._blocked.popleft()
-                kind, text = type(exc).__name__, f"{exc} (blocked for too long)"
-                self._answer(conn, req, c.Error(corr=req.corr, kind=kind, message=text))
-                continue
-            except JMSException as exc:
-                self._blocked.popleft()
-                kind, text = type(exc).__name__, str(exc)
-                self._answer(conn, req, c.Error(corr=req.corr, kind=kind, message=text))
-                continue
-            self._blocked.popleft()
-            if req.duplicate_id is not None:
-                self._record_duplicate_id(dest, req)
-            self._answer(conn, req, c.Ok(corr=req.corr))
+        """Retry held sends: per destination with waiting sessions, each session's first held
+        send in turn until one still finds no room; fail those past their deadline. A session
+        whose held send went on waits next on its following one's destination."""
+        parked = self._parked
+        todo = collections.deque(parked)
+        while todo:
+            dest = todo.popleft()
+            waiters = parked.get(dest)
+            while waiters:
+                s = waiters[0]
+                conn = s.conn
+                deadline, _, req = s.held[0]
+                reply: c.Reply | None = None
+                if conn.closed:
+                    pass  # dropped with its connection
+                elif req.duplicate_id is not None and self._dedup.seen(dest, req.duplicate_id):
+                    reply = c.Ok(corr=req.corr)  # PSF-09: an earlier held send had the same id
+                else:
+                    try:
+                        self._publish(conn, dest, req)
+                    except ResourceAllocationException as exc:
+                        if deadline > now:
+                            break  # dest is still full: its other waiters wait too
+                        kind, text = type(exc).__name__, f"{exc} (blocked for too long)"
+                        reply = c.Error(corr=req.corr, kind=kind, message=text)
+                    except JMSException as exc:
+                        reply = c.Error(corr=req.corr, kind=type(exc).__name__, message=str(exc))
+                    else:
+                        if req.duplicate_id is not None:
+                            self._record_duplicate_id(dest, req)
+                        reply = c.Ok(corr=req.corr)
+                waiters.popleft()
+                s.held.popleft()
+                conn.held -= 1
+                if reply is not None:
+                    self._answer(conn, req, reply)
+                if s.held:
+                    following = s.held[0][1]
+                    more = parked.get(following)
+                    if more is None:
+                        parked[following] = more = collections.deque()
+                        todo.append(following)
+                    more.append(s)
+                elif not conn.held and conn.held_disconnect is not None:
+                    self._closed_after_held(conn)
+            if not waiters:
+                parked.pop(dest, None)
+
+    def _closed_after_held(self, conn: BrokerConnection) -> None:
+        """The held sends of a connection whose Disconnect waited for them are all done."""
+        req = conn.held_disconnect
+        assert req is not None
+        conn.held_disconnect = None
+        if not conn.closed:
+            self._close_connection(conn)
+        self._answer(conn, req, c.Ok(corr=req.corr))
 
     def _publish(
         self, conn: BrokerConnection, dest: Destination, req: c.Send | c.StagedSend
@@ -1029,6 +1078,7 @@ class Broker:
         outstanding) to their queues: those in ``delivered`` as failed attempts (counted, the
         redelivery policy and the dead-letter queue apply), the others uncounted."""
         now = self.clock.now_ms()
+        back: list[tuple[Entry, bool]] = []  # (entry, counted), given back after the loop
         for did, e in zip(ids, entries):
             consumer = e.consumer
             if consumer is not None:
@@ -1055,10 +1105,18 @@ class Broker:
                     q.schedule(e, now + delay)
                     self.add_timer(now + delay, q)
                     continue
-                q.give_back(e)
+                back.append((e, True))
+            else:
+                back.append((e, False))
+        # Newest first: each then goes to the front of its queue's ready order (O(1)); oldest
+        # first put all but the first into the middle, a re-sort each (seconds for the 2,000
+        # a consumer with a large prefetch held, closing behind a backlog).
+        for e, counted in reversed(back):
+            if counted:
+                e.queue.give_back(e)
             else:
                 self._return_uncounted(e)
-            self._dirty.add(q)
+            self._dirty.add(e.queue)
 
     def _return_uncounted(self, e: Entry) -> None:
         """A delivery the application never saw goes back without counting (notes item 3);
@@ -1294,7 +1352,7 @@ class Broker:
             self._flush()
             raise
         self._dispatch_dirty()
-        if self._blocked:
+        if self._parked:
             self._unblock(self.clock.now_ms())
             self._dispatch_dirty()
         self._out.append((BrokerConnection(self, "ID:operator", done), c.Ok(corr=1)))
