@@ -402,10 +402,10 @@ def test_three_sigkills_of_the_live_during_one_load_lose_and_duplicate_nothing(
     """One load (a producer with duplicate ids and a transacted consumer, both on a
     ``failover:(tcp://A,tcp://B)`` URL) runs while the live is SIGKILLed KILLS times; each
     time the backup takes over (measured from the kill to the first message the consumer
-    commits from it: printed, and bounded by TAKEOVER_BOUND, twice the target) and the killed server is
-    restarted as the new backup. Every send that returned is consumed exactly once (a
-    receive whose commit failed in doubt may be missing), no unacknowledged message is
-    lost, the load keeps going after the last takeover."""
+    commits from it: printed, and bounded by TAKEOVER_BOUND, twice the target) and the
+    killed server is restarted as the new backup. Every send that returned is consumed
+    exactly once (a receive whose commit failed in doubt may be missing), no unacknowledged
+    message is lost, the load keeps going after the last takeover."""
     live, backup = pair
     ports = {live: live.port, backup: _port_of(backup)}
     load = _HaLoad(_failover(tuple(ports.values())), "ha.three")
