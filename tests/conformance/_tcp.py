@@ -223,6 +223,8 @@ class ServerBroker:
         TypeError: settings that cannot reach a server process (see :func:`server_toml`).
     """
 
+    in_process = False  # True: a ThreadServerBroker (settings carry the clock)
+
     def __init__(
         self,
         workdir: pathlib.Path,
@@ -234,6 +236,9 @@ class ServerBroker:
         self.workdir = workdir
         self.scheme: Scheme = "tcp"
         self._settings = dict(settings)
+        # a ThreadServerBroker's clock (a process cannot take one: server_toml says so)
+        self._clock = self._settings.pop("clock") if self.in_process else None
+        self._thread: Any = None  # a ThreadServerBroker's running server
         self._tls = tls
         _, data_dir = server_toml(self._settings, tls=tls)  # fails early on bad settings
         self.data_dir = pathlib.Path(data_dir) if data_dir else workdir / "data"
@@ -433,18 +438,7 @@ class ThreadServerBroker(ServerBroker):
         store, release: as for :class:`ServerBroker`.
     """
 
-    def __init__(
-        self,
-        workdir: pathlib.Path,
-        settings: Mapping[str, Any],
-        tls: TlsFiles | None,
-        store: str | None = None,
-        release: Callable[[str], None] | None = None,
-    ) -> None:
-        settings = dict(settings)
-        self._clock = settings.pop("clock")
-        super().__init__(workdir, settings, tls, store, release)
-        self._thread: Any = None
+    in_process = True
 
     @property
     def running(self) -> bool:
