@@ -113,21 +113,24 @@ def test_the_backup_shows_its_role_and_takes_over_a_sigkilled_live(
             assert takeover < TAKEOVER_TARGET, f"takeover took {takeover:.2f} s"
             backup.wait_log("event=takeover")
             assert _health(backup.http_url) == (200, {"status": "ok", "role": "live"})
-            again = ServerProcess(
-                tmp_path / "unused",
-                CONFIG,
-                tmp_path,
-                http=True,
-                store=pg_url,
-                port=_port_of(live),
-                wait=False,
-            )
-            restarted.append(again)
-            again.wait_log("event=backup", WAIT)
+            again = _restart_as_backup(tmp_path, pg_url, _port_of(live), restarted)
             live, backup = backup, again
     finally:
         for server in restarted:
             server.kill()
+
+
+def _restart_as_backup(
+    tmp_path: pathlib.Path, pg_url: str, port: int, started: list[ServerProcess]
+) -> ServerProcess:
+    """A killed live started again on its port (appended to ``started``), once it logged
+    ``event=backup``."""
+    again = ServerProcess(
+        tmp_path / "unused", CONFIG, tmp_path, http=True, store=pg_url, port=port, wait=False
+    )
+    started.append(again)
+    again.wait_log("event=backup", WAIT)
+    return again
 
 
 def _kill_under_load(live: ServerProcess, factory: ConnectionFactory, ids: range) -> float:
@@ -418,18 +421,8 @@ def test_three_sigkills_of_the_live_during_one_load_lose_and_duplicate_nothing(
             killed_at = time.monotonic()
             backup.wait_log("event=takeover", WAIT)
             takeovers.append(load.first_after(killed_at) - killed_at)
-            again = ServerProcess(
-                tmp_path / "unused",
-                CONFIG,
-                tmp_path,
-                http=True,
-                store=pg_url,
-                port=ports[live],
-                wait=False,
-            )
-            started.append(again)
+            again = _restart_as_backup(tmp_path, pg_url, ports[live], started)
             ports[again] = ports.pop(live)
-            again.wait_log("event=backup", WAIT)
             live, backup = backup, again
         load.wait_consumed(len(load.got) + BETWEEN, "after the last takeover")
         load.producing.clear()
