@@ -234,12 +234,11 @@ def test_the_brokers_connections_terminated_mid_batch_fail_that_batch_only(
     tmp_path: pathlib.Path, postgres_server: PgServer, pg_url: str
 ) -> None:
     """The broker's store connections (not its live lock's session: that fences it)
-    terminated (``pg_terminate_backend``) three times
-    while a producer's persistent sends are being committed: the sends of a broken commit
-    fail with a JMSException naming the store (or are committed), and after each break the
-    store reconnects and commits succeed again (a connection left in pipeline mode by a
-    break must not be reused: every later commit failed so, 'PQsendQuery not allowed in
-    pipeline mode'); every send that returned is consumed exactly once."""
+    terminated (``pg_terminate_backend``) three times while a producer's persistent sends
+    are being committed: the sends of a broken commit fail with a JMSException naming the
+    store (or are committed), and after each break the store reconnects and commits succeed
+    again (none fails with 'PQsendQuery not allowed in pipeline mode', the symptom of a
+    broken connection kept); every send that returned is consumed exactly once."""
     server = Server(tmp_path, tmp_path / "unused", pg_url)
     load = _Load(server.url)
     dbname = pg_url.rpartition("/")[2]

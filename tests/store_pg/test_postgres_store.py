@@ -365,8 +365,8 @@ def test_a_connection_lost_in_a_pipelined_commit_is_replaced(
 ) -> None:
     """A commit of several statements (sent in pipeline mode) whose connection is terminated
     fails with StoreUnavailable, and every later commit, pipelined or not, succeeds on a new
-    connection: a connection left in pipeline mode by the failure is not reused (else every
-    later commit failed with 'PQsendQuery not allowed in pipeline mode')."""
+    connection (a broken connection kept, still in pipeline mode, would fail every later
+    commit with 'PQsendQuery not allowed in pipeline mode')."""
     clock = FakeClock()
     s = PostgresStore(pg_url, clock=lambda: clock.now_ms() / 1000)
     done = Completions()
