@@ -28,6 +28,7 @@ import psycopg
 import pytest
 
 from _postgres import PASSWORD, PgServer
+from _proxy import Proxy
 from durability.test_store import Completions, add, normalized
 from ternmq.errors import JMSException
 from ternmq.protocol.commands import StagedSend
@@ -360,15 +361,21 @@ def _wait_for_a_lock_waiter(conn: psycopg.Connection[object]) -> int:
     raise AssertionError("the store's commit never waited for the lock")
 
 
+@pytest.mark.parametrize("how", ["terminated", "reset"])
 def test_a_connection_lost_in_a_pipelined_commit_is_replaced(
-    postgres_server: PgServer, pg_url: str
+    postgres_server: PgServer, pg_url: str, how: str
 ) -> None:
-    """A commit of several statements (sent in pipeline mode) whose connection is terminated
-    fails with StoreUnavailable, and every later commit, pipelined or not, succeeds on a new
-    connection (a broken connection kept, still in pipeline mode, would fail every later
-    commit with 'PQsendQuery not allowed in pipeline mode')."""
+    """A commit of several statements (sent in pipeline mode) whose connection breaks while
+    the pipeline waits (its backend terminated, or the TCP link reset: the store reaches the
+    database through a proxy) fails with StoreUnavailable, and every later commit, pipelined
+    or not, succeeds on a new connection (a broken connection kept, still in pipeline mode,
+    would fail every later commit with 'PQsendQuery not allowed in pipeline mode')."""
+    proxy = Proxy(postgres_server.port)
     clock = FakeClock()
-    s = PostgresStore(pg_url, clock=lambda: clock.now_ms() / 1000)
+    s = PostgresStore(
+        pg_url.replace(f":{postgres_server.port}/", f":{proxy.port}/"),
+        clock=lambda: clock.now_ms() / 1000,
+    )
     done = Completions()
     s.set_completion(done)
 
@@ -383,17 +390,20 @@ def test_a_connection_lost_in_a_pipelined_commit_is_replaced(
     try:
         s.write(pipelined(1, b"before"))
         assert s.commits == 1
-        # the writer's next transaction waits on a lock mid-pipeline; its backend is then
-        # terminated: the connection breaks with statements of the pipeline in flight
+        # the writer's next transaction waits on a lock mid-pipeline; its connection then
+        # breaks with statements of the pipeline in flight
         with psycopg.connect(pg_url) as blocker:
             blocker.execute("LOCK TABLE ternmq_sinks IN ACCESS EXCLUSIVE MODE")
             s.submit(pipelined(2, b"lost"), 1)
             waiting = _wait_for_a_lock_waiter(blocker)
-            blocker.execute("SELECT pg_terminate_backend(%s)", (waiting,))
+            if how == "terminated":
+                blocker.execute("SELECT pg_terminate_backend(%s)", (waiting,))
+            else:
+                proxy.reset()
+            ((_, error),) = done.wait_for(1)
             blocker.rollback()
-        ((_, error),) = done.wait_for(1)
         assert isinstance(error, StoreUnavailable), error
-        assert "unavailable" in str(error) and f"127.0.0.1:{postgres_server.port}" in str(error)
+        assert "unavailable" in str(error) and f"127.0.0.1:{proxy.port}" in str(error)
         for token, seq in ((2, 3), (3, 4)):  # no clock advance: the first retry reconnects
             s.submit(pipelined(seq, f"after{seq}".encode()), token)
             assert done.wait_for(token)[token - 1] == (token, None), done.wait_for(token)
@@ -409,3 +419,4 @@ def test_a_connection_lost_in_a_pipelined_commit_is_replaced(
         assert recovered.sinks == {"k": 4}
     finally:
         s.close()
+        proxy.close()
