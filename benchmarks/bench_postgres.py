@@ -8,10 +8,9 @@ threads of this process, one connection each; ``bench_tcp.py``'s server and prod
 for P in --producers (default 1 and 64). Each run first sends for one second to size itself,
 then sends about --seconds worth of messages (at most --count).
 
-Columns: msg/s; commits/s and msgs/commit where the store's commits can be counted from
-outside the server: PostgreSQL's ``xact_commit`` of the benchmark's database
-(``pg_stat_database``, read before and after the run), every transaction of the server
-included. SQLite's are not visible from outside; with one producer each send is one commit.
+Columns: msg/s; commits/s and msgs/commit of the measured run (the probe left out), from
+the store's own commit counter (``ternmq_store_commits`` of the server's ``/metrics``, read
+before and after the run): one group commit is one transaction, for either store.
 
 PostgreSQL: --pg URL (a database the user may create other databases from: each run gets a
 fresh one), or none to start a temporary server from the PostgreSQL binaries here
@@ -30,13 +29,14 @@ import pathlib
 import shutil
 import sys
 import tempfile
-import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 
 import psycopg
 
 import bench_tcp
+from bench_scrape import free_port, wait_http
 from bench_tcp import run_persistent, server
 from ternmq import ConnectionFactory
 
@@ -77,34 +77,35 @@ def _new_database(url: str) -> str:
     return f"{base}/{name}"
 
 
-def _commits(url: str) -> int:
-    with psycopg.connect(url) as conn:
-        row = conn.execute(
-            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
-        ).fetchone()
-    return int(row[0]) if row else 0
+def _commits(metrics: str) -> int:
+    """The server's store commits so far (``ternmq_store_commits`` at ``metrics``)."""
+    with urllib.request.urlopen(metrics, timeout=10) as reply:
+        text = reply.read().decode()
+    for line in text.splitlines():
+        if line.startswith("ternmq_store_commits"):
+            return int(float(line.split()[-1]))
+    raise AssertionError(f"no ternmq_store_commits in {metrics}")
 
 
 def measure(
-    store: tuple[str, ...], producers: int, seconds: float, count: int, db: str | None = None
-) -> tuple[float, float | None]:
-    """(msg/s, messages per commit) of ``producers`` synchronous PERSISTENT producers on a
-    ``ternmq serve`` with ``store`` arguments: a probe sizes the run to about ``seconds``.
-    Messages per commit only with ``db``, the PostgreSQL database whose commits are counted:
-    from before the server starts to after it stopped (a backend reports its counts by its
-    exit at the latest); nothing is consumed, so every commit but the schema's is a send's."""
-    before = _commits(db) if db is not None else 0
-    with server(store) as url:
+    store: tuple[str, ...], producers: int, seconds: float, count: int
+) -> tuple[float, float]:
+    """(msg/s, store commits/s) of ``producers`` synchronous PERSISTENT producers on a
+    ``ternmq serve`` with ``store`` arguments: a probe sizes the run to about ``seconds``;
+    the commits are the store's counter's over the measured run."""
+    port = free_port()
+    with server((*store, "--http-port", str(port), "--stomp-port", "-1")) as url:
+        metrics = f"http://127.0.0.1:{port}/metrics"
+        wait_http(metrics)
         factory = ConnectionFactory(url)
         n = max(1, int(200 * PROBE_S) // producers)
         probe = run_persistent(factory, producers, n)
         per_producer = max(1, min(count, int(probe * seconds)) // producers)
+        before = _commits(metrics)
         rate = run_persistent(factory, producers, per_producer)
-    if db is None:
-        return rate, None
-    time.sleep(1.0)  # the server's backend has gone and reported its counts
-    sent = producers * (n + per_producer)
-    return rate, sent / max(_commits(db) - before, 1)
+        commits = _commits(metrics) - before
+    elapsed = producers * per_producer / rate
+    return rate, commits / elapsed
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -122,17 +123,17 @@ def main(argv: list[str] | None = None) -> None:
     )
     with postgres(args.pg) as new_database:
         for p in counts:
-            with tempfile.TemporaryDirectory(prefix="ternmq-bench-") as data:
-                rate, _ = measure(("--data-dir", data), p, args.seconds, args.count)
-            print(f"{f'sqlite   {p:>3d} producers':24s} {rate:>9,.0f} {'-':>10s} {'-':>11s}")
-            db = new_database()
-            rate, per_commit = measure(("--store", db), p, args.seconds, args.count, db)
-            assert per_commit is not None
-            print(
-                f"{f'postgres {p:>3d} producers':24s} {rate:>9,.0f} "
-                f"{rate / per_commit:>10,.0f} {per_commit:>11.1f}",
-                flush=True,
-            )
+            for name in ("sqlite", "postgres"):
+                with tempfile.TemporaryDirectory(prefix="ternmq-bench-") as data:
+                    where = (
+                        ("--data-dir", data) if name == "sqlite" else ("--store", new_database())
+                    )
+                    rate, commits = measure(where, p, args.seconds, args.count)
+                print(
+                    f"{f'{name:8s} {p:>3d} producers':24s} {rate:>9,.0f} {commits:>10,.0f} "
+                    f"{rate / max(commits, 1e-9):>11.1f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -65,6 +66,7 @@ class PgServer:
         self.log = directory / "postgres.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self._spent: list[str] = []  # databases to drop (see done)
+        self._spent_lock = threading.Lock()
         self.as_user: list[str] = []
         if os.geteuid() == 0:
             self.as_user = ["runuser", "-u", "postgres", "--"]
@@ -161,16 +163,19 @@ class PgServer:
         """A fresh empty database; its URL. The databases given up with :meth:`done` are
         dropped first (a long run would otherwise leave hundreds of them: gigabytes)."""
         name = f"t_{uuid.uuid4().hex[:12]}"
+        with self._spent_lock:  # pool threads ask at the same time
+            spent, self._spent = self._spent, []
         with psycopg.connect(self.url(), autocommit=True) as conn:
-            while self._spent:
-                conn.execute(f"DROP DATABASE IF EXISTS {self._spent.pop()} WITH (FORCE)")
+            for old in spent:
+                conn.execute(f"DROP DATABASE IF EXISTS {old} WITH (FORCE)")
             conn.execute(f"CREATE DATABASE {name}")
         return self.url(name)
 
     def done(self, url: str) -> None:
         """The test of ``url``'s database has ended: drop it with the next
         :meth:`new_database` (by then whatever the test started is gone too)."""
-        self._spent.append(url.rpartition("/")[2])
+        with self._spent_lock:
+            self._spent.append(url.rpartition("/")[2])
 
 
 def start_postgres(directory: pathlib.Path) -> PgServer:

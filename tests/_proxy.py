@@ -11,6 +11,7 @@ that never arrives, or a reply that never comes back), ``refuse`` closes new cli
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 import time
 
@@ -32,6 +33,7 @@ class Proxy:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
         self._closed = False
+        self._resetting = False
         threading.Thread(target=self._accept_loop, name="test-proxy", daemon=True).start()
 
     def _accept_loop(self) -> None:
@@ -67,6 +69,8 @@ class Proxy:
                 dst.sendall(data)
         except OSError:
             pass
+        if self._resetting:
+            return
         for s in (src, dst):
             try:
                 s.shutdown(socket.SHUT_RDWR)
@@ -84,6 +88,22 @@ class Proxy:
                 except OSError:
                     pass
                 s.close()
+
+    def reset(self) -> None:
+        """Break every current link with a TCP reset to the client (``SO_LINGER`` 0): its
+        next read or write fails at once, without the orderly end of stream of :meth:`cut`."""
+        self._resetting = True  # the copy threads end without an orderly shutdown
+        with self._lock:
+            pairs, self._pairs = self._pairs, []
+        for client, server in pairs:
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            client.shutdown(socket.SHUT_RD)  # wakes its copy thread; sends nothing
+            server.shutdown(socket.SHUT_RDWR)
+        time.sleep(0.1)  # the copy threads let go of the sockets: close() then resets
+        for client, server in pairs:
+            client.close()
+            server.close()
+        self._resetting = False
 
     def retarget(self, port: int) -> None:
         """Send clients accepted from now on to ``port``."""

@@ -353,12 +353,13 @@ def stored_counts(broker: EmbeddedBroker) -> dict[str, int]:
     The broker is stopped (every connection to it fails), its store read, and the broker
     started again on the same store and URL; the test goes on with new connections. A store
     is the broker's own business, so this is the one helper that reads one: a server's or an
-    embedded broker's data directory with the store's ``load()``, or the embedded broker's
-    memory store.
+    embedded broker's data directory or PostgreSQL database with the store's ``load()``, or
+    the embedded broker's memory store.
     """
     broker.stop()
     try:
-        data_dir = getattr(broker, "data_dir", None)
+        # a server's store URL (tcp+postgres), else a data directory (or a PostgreSQL URL)
+        data_dir = getattr(broker, "store", None) or getattr(broker, "data_dir", None)
         if data_dir is not None:
             from ternmq.store import open_store
 

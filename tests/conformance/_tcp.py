@@ -36,6 +36,13 @@ Restarts: ``stop()`` is SIGTERM and waits for a clean exit (the server tells eve
 ``ConnectionFailed``; a non-zero exit fails the test with the server's log); ``kill()`` is
 SIGKILL (a crash); ``start()`` starts a new process on the same data directory, config and
 ports, so URLs and factories made before the restart keep working.
+
+PostgreSQL (the ``tcp+postgres`` transport): a pool made with ``store=`` (a callable giving
+the URL of a fresh database: ``PgServer.new_database``) starts every server with
+``--store postgresql://...`` on a database of its own instead of ``--data-dir``; the
+database is handed back (``release``, ``PgServer.done``: dropped later) when the server is
+closed. ``fail_writes`` there adds a trigger that fails every message insert, as a full disk
+fails SQLite's writes.
 """
 
 from __future__ import annotations
@@ -58,7 +65,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import IO, Any, Literal
 
 from _openssl import self_signed_cert
@@ -209,20 +216,34 @@ class ServerBroker:
             settings name a ``data_dir``).
         settings: what ``make_broker(**settings)`` got (see :func:`server_toml`).
         tls: the TLS listener's certificate; None: no TLS listener.
+        store: a ``postgresql://`` URL: the server's store (``--store``), unless the settings
+            name a ``data_dir``; ``release`` is called with it once the server is closed.
 
     Raises:
         TypeError: settings that cannot reach a server process (see :func:`server_toml`).
     """
 
+    in_process = False  # True: a ThreadServerBroker (settings carry the clock)
+
     def __init__(
-        self, workdir: pathlib.Path, settings: Mapping[str, Any], tls: TlsFiles | None
+        self,
+        workdir: pathlib.Path,
+        settings: Mapping[str, Any],
+        tls: TlsFiles | None,
+        store: str | None = None,
+        release: Callable[[str], None] | None = None,
     ) -> None:
         self.workdir = workdir
         self.scheme: Scheme = "tcp"
         self._settings = dict(settings)
+        # a ThreadServerBroker's clock (a process cannot take one: server_toml says so)
+        self._clock = self._settings.pop("clock") if self.in_process else None
+        self._thread: Any = None  # a ThreadServerBroker's running server
         self._tls = tls
         _, data_dir = server_toml(self._settings, tls=tls)  # fails early on bad settings
         self.data_dir = pathlib.Path(data_dir) if data_dir else workdir / "data"
+        self.store = None if data_dir else store
+        self._release = release if self.store is not None else None
         self.config_path = workdir / "server.toml"
         self.log_path = workdir / "server.log"
         self.ports: dict[str, int] = {}
@@ -303,6 +324,9 @@ class ServerBroker:
             proc.kill()
         owned = self.data_dir if self.data_dir.parent == self.workdir else None
         _reaper.put((proc, owned))
+        release, self._release = self._release, None
+        if release is not None and self.store is not None:
+            release(self.store)
 
     def fail_writes(self, on: bool) -> None:
         """Make every file write of the server process fail (``on``) as a full disk would, or
@@ -313,6 +337,9 @@ class ServerBroker:
             AssertionError: the server is not running.
         """
         assert self.proc is not None and self.proc.poll() is None, "the server is not running"
+        if self.store is not None:
+            _fail_postgres_writes(self.store, on)
+            return
         import resource
 
         _, hard = resource.prlimit(self.proc.pid, resource.RLIMIT_FSIZE)
@@ -338,8 +365,11 @@ class ServerBroker:
             "-1",
             "--config",
             str(self.config_path),
-            "--data-dir",
-            str(self.data_dir),
+            *(
+                ["--data-dir", str(self.data_dir)]
+                if self.store is None
+                else ["--store", self.store]
+            ),
         ]
         with self.log_path.open("ab") as log:
             proc = _popen(argv, log)
@@ -405,15 +435,10 @@ class ThreadServerBroker(ServerBroker):
         workdir: an empty directory of its own.
         settings: what ``make_broker(**settings)`` got, ``clock`` included.
         tls: the TLS listener's certificate; None: no TLS listener.
+        store, release: as for :class:`ServerBroker`.
     """
 
-    def __init__(
-        self, workdir: pathlib.Path, settings: Mapping[str, Any], tls: TlsFiles | None
-    ) -> None:
-        settings = dict(settings)
-        self._clock = settings.pop("clock")
-        super().__init__(workdir, settings, tls)
-        self._thread: Any = None
+    in_process = True
 
     @property
     def running(self) -> bool:
@@ -431,6 +456,8 @@ class ThreadServerBroker(ServerBroker):
         config = load_config(self.config_path).with_overrides(
             port=self.ports.get("tcp", 0), data_dir=str(self.data_dir), http_port=-1
         )
+        if self.store is not None:
+            config = config.with_overrides(store=self.store)
         self._thread = ServerThread(config, clock=self._clock).start()
         for address in self._thread.addresses:
             scheme, _, rest = address.partition("://")
@@ -448,8 +475,34 @@ class ThreadServerBroker(ServerBroker):
         self.stop()
 
     def close(self) -> None:
-        """As :meth:`stop`."""
+        """As :meth:`stop`; the store is released."""
         self.stop()
+        release, self._release = self._release, None
+        if release is not None and self.store is not None:
+            release(self.store)
+
+
+_FAIL_TRIGGER = "ternmq_test_fail_writes"
+
+
+def _fail_postgres_writes(url: str, on: bool) -> None:
+    """Make every message insert of the store at ``url`` fail (``on``), with "disk I/O
+    error" in the database's error as SQLite's on a full disk, or work again."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as db:
+        if on:
+            db.execute(
+                f"CREATE OR REPLACE FUNCTION {_FAIL_TRIGGER}() RETURNS trigger "
+                "LANGUAGE plpgsql AS $$ BEGIN "
+                "RAISE EXCEPTION 'disk I/O error (the test failed this write)'; END $$"
+            )
+            db.execute(
+                f"CREATE OR REPLACE TRIGGER {_FAIL_TRIGGER} BEFORE INSERT ON ternmq_messages "
+                f"FOR EACH STATEMENT EXECUTE FUNCTION {_FAIL_TRIGGER}()"
+            )
+        else:
+            db.execute(f"DROP TRIGGER IF EXISTS {_FAIL_TRIGGER} ON ternmq_messages")
 
 
 def _popen(argv: list[str], log: IO[bytes]) -> subprocess.Popen[bytes]:
@@ -541,10 +594,20 @@ class ServerPool:
     Args:
         base: a directory for the servers' directories and the TLS certificate.
         size: default servers kept ready or starting.
+        store: gives each server's ``postgresql://`` store (a fresh database); None: each
+            server's SQLite store in its directory.
+        release: called with a store's URL once its server is closed.
     """
 
-    def __init__(self, base: pathlib.Path, size: int = POOL_SIZE) -> None:
+    def __init__(
+        self,
+        base: pathlib.Path,
+        size: int = POOL_SIZE,
+        store: Callable[[], str] | None = None,
+        release: Callable[[str], None] | None = None,
+    ) -> None:
         self._base = base
+        self._store, self._release_store = store, release
         self._size = size
         self.tls = make_tls_files(base)
         self._cond = threading.Condition()
@@ -561,12 +624,20 @@ class ServerPool:
 
     def new(self, settings: Mapping[str, Any]) -> ServerBroker:
         """A started server with these settings (a fresh process, waited for)."""
-        server = ServerBroker(self._workdir(), settings, self.tls)
+        store = None if self._store is None or "data_dir" in settings else self._store()
+        server = ServerBroker(self._workdir(), settings, self.tls, store, self._release_store)
         try:
             return server.start()
         except BaseException:
             server.close()
             raise
+
+    def thread_server(
+        self, workdir: pathlib.Path, settings: Mapping[str, Any]
+    ) -> ThreadServerBroker:
+        """A :class:`ThreadServerBroker` (not started) on this pool's kind of store."""
+        store = None if self._store is None or "data_dir" in settings else self._store()
+        return ThreadServerBroker(workdir, settings, self.tls, store, self._release_store)
 
     def take(self) -> ServerBroker:
         """A started server with default settings.

@@ -317,7 +317,7 @@ def test_exc_04_store_failure_surfaces_as_jms_exception(
     In-process the store is a FailingStore; a ``ternmq serve`` process gets a file-size limit
     of 0, so SQLite's writes fail as on a full disk."""
     fail: Callable[[bool], None]
-    if transport in ("tcp", "tls"):
+    if transport in ("tcp", "tls", "tcp+postgres"):
         b: Any = make_broker()
         fail, cause = b.fail_writes, "disk I/O error"
     else:
@@ -348,7 +348,7 @@ def test_exc_04_refused_persistent_send_is_never_delivered(
     non-durable subscription of the topic never get it, though they get the messages sent
     before and after it (and a browser never shows it)."""
     fail: Callable[[bool], None]
-    if transport in ("tcp", "tls"):
+    if transport in ("tcp", "tls", "tcp+postgres"):
         b: Any = make_broker()
         fail = b.fail_writes
     else:

@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import Callable
 
+import psycopg
 import pytest
 
 from _postgres import PASSWORD, PgServer
@@ -136,6 +137,66 @@ def test_ternmq_serve_against_no_database_fails_naming_the_host_and_the_cause(
     assert PASSWORD not in done.stderr + done.stdout
 
 
+class _Load:
+    """A producer thread sending PERSISTENT messages ``m0``, ``m1``, ... to queue LOAD of
+    ``url`` until stopped (or LOAD_LIMIT): the texts whose send returned (``ok``), those
+    whose send failed with the error's text (``failed``); ``succeeded_after(n)`` waits for a
+    success after the first ``n``."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.ok: list[str] = []
+        self.failed: dict[str, str] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        conn = ConnectionFactory(self.url).create_connection()
+        try:
+            session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
+            producer = session.create_producer(Queue("LOAD"))
+            deadline = time.monotonic() + LOAD_LIMIT
+            i = 0
+            while not self.stop.is_set() and time.monotonic() < deadline:
+                text = f"m{i}"
+                i += 1
+                try:
+                    producer.send(
+                        session.create_text_message(text), delivery_mode=DeliveryMode.PERSISTENT
+                    )
+                except JMSException as exc:
+                    self.failed[text] = str(exc)
+                    time.sleep(0.01)
+                    continue
+                self.ok.append(text)
+        finally:
+            conn.close()
+
+    def wait_for(self, count: int, timeout: float) -> bool:
+        """Whether more than ``count`` sends returned within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while len(self.ok) <= count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return len(self.ok) > count
+
+    def finish(self) -> None:
+        """Stop the producer and wait for it."""
+        self.stop.set()
+        self.thread.join(WAIT)
+        assert not self.thread.is_alive()
+
+    def check(self, got: list[str], in_doubt: int) -> None:
+        """Every send that returned is in ``got`` once; failed sends found anyway are at
+        most ``in_doubt`` (those whose connection broke during their commit)."""
+        assert len(got) == len(set(got)), "a message was delivered twice"
+        missing = set(self.ok) - set(got)
+        assert not missing, f"{len(missing)} acknowledged sends lost: {sorted(missing)[:10]}"
+        assert set(got) <= set(self.ok) | set(self.failed)
+        stored = set(got) & set(self.failed)
+        assert len(stored) <= in_doubt, f"failed sends that were stored anyway: {sorted(stored)}"
+
+
 def test_postgresql_stopped_under_load_refuses_sends_and_resumes_losing_nothing(
     tmp_path: pathlib.Path, postgres_server: PgServer, pg_url: str
 ) -> None:
@@ -146,65 +207,69 @@ def test_postgresql_stopped_under_load_refuses_sends_and_resumes_losing_nothing(
     returned is consumed exactly once afterwards (a failed send may or may not be there: it
     is in doubt only if the connection broke during its commit)."""
     server = Server(tmp_path, tmp_path / "unused", pg_url)
-    ok: list[str] = []
-    failed: dict[str, str] = {}
-    phase = {"up_again": False}
-    sent_after = threading.Event()
-    stop = threading.Event()
-
-    def produce() -> None:
-        conn = ConnectionFactory(server.url).create_connection()
-        try:
-            session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
-            producer = session.create_producer(Queue("LOAD"))
-            deadline = time.monotonic() + LOAD_LIMIT
-            i = 0
-            while not stop.is_set() and time.monotonic() < deadline:
-                text = f"m{i}"
-                i += 1
-                try:
-                    producer.send(
-                        session.create_text_message(text), delivery_mode=DeliveryMode.PERSISTENT
-                    )
-                except JMSException as exc:
-                    failed[text] = str(exc)
-                    time.sleep(0.01)
-                    continue
-                ok.append(text)
-                if phase["up_again"]:
-                    sent_after.set()
-        finally:
-            conn.close()
-
-    thread = threading.Thread(target=produce, daemon=True)
+    load = _Load(server.url)
     try:
-        thread.start()
-        _outage(postgres_server, lambda: len(ok), 50, failed)
-        phase["up_again"] = True
-        assert sent_after.wait(WAIT + RECONNECT_WAIT), (
+        _outage(postgres_server, lambda: len(load.ok), 50, load.failed)
+        before = len(load.ok)
+        assert load.wait_for(before, WAIT + RECONNECT_WAIT), (
             f"no send succeeded after PostgreSQL came back; last errors: "
-            f"{list(failed.values())[-3:]}\n{server.log()}"
+            f"{list(load.failed.values())[-3:]}\n{server.log()}"
         )
-        stop.set()
-        thread.join(WAIT)
-        assert not thread.is_alive()
+        load.finish()
         assert server.proc.poll() is None, f"the server died:\n{server.log()}"
-        assert failed, "no send failed while PostgreSQL was down"
-        reasons = set(failed.values())
+        assert load.failed, "no send failed while PostgreSQL was down"
+        reasons = set(load.failed.values())
         assert all("store" in r and "PostgreSQL" in r for r in reasons), reasons
         assert any("unavailable" in r for r in reasons), reasons
         got = _drain(server.url, "LOAD")
     finally:
-        stop.set()
+        load.stop.set()
         if postgres_server.proc is None:  # a failure while it was down: bring it back
             postgres_server.start()
         server.kill()
-    assert len(got) == len(set(got)), "a message was delivered twice"
-    missing = set(ok) - set(got)
-    assert not missing, f"{len(missing)} acknowledged sends lost: {sorted(missing)[:10]}"
-    assert set(got) <= set(ok) | set(failed)
-    in_doubt = set(got) & set(failed)
-    assert len(in_doubt) <= 2, f"failed sends that were stored anyway: {sorted(in_doubt)}"
+    load.check(got, in_doubt=2)
+
+
+def test_the_brokers_connections_terminated_mid_batch_fail_that_batch_only(
+    tmp_path: pathlib.Path, postgres_server: PgServer, pg_url: str
+) -> None:
+    """The broker's store connections (not its live lock's session: that fences it)
+    terminated (``pg_terminate_backend``) three times while a producer's persistent sends
+    are being committed: the sends of a broken commit fail with a JMSException naming the
+    store (or are committed), and after each break the store reconnects and commits succeed
+    again (none fails with 'PQsendQuery not allowed in pipeline mode', the symptom of a
+    broken connection kept); every send that returned is consumed exactly once."""
+    server = Server(tmp_path, tmp_path / "unused", pg_url)
+    load = _Load(server.url)
+    dbname = pg_url.rpartition("/")[2]
+    try:
+        with psycopg.connect(postgres_server.url(), autocommit=True) as admin:
+            for cut in range(3):
+                before = len(load.ok)
+                assert load.wait_for(before + 30, WAIT + RECONNECT_WAIT), (
+                    f"no sends after cut {cut}: {list(load.failed.values())[-3:]}\n{server.log()}"
+                )
+                killed = admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = %s AND pid <> pg_backend_pid() "
+                    "AND application_name <> 'ternmq-live-lock'",
+                    (dbname,),
+                ).fetchall()
+                assert killed, "the broker had no connection to terminate"
+            before = len(load.ok)
+            assert load.wait_for(before + 30, WAIT + RECONNECT_WAIT), (
+                f"no sends after the last cut: {list(load.failed.values())[-3:]}\n{server.log()}"
+            )
+        load.finish()
+        assert server.proc.poll() is None, f"the server died:\n{server.log()}"
+        reasons = set(load.failed.values())
+        assert all("PostgreSQL" in r and "store" in r for r in reasons), reasons
+        assert not any("pipeline" in r for r in reasons), reasons
+        got = _drain(server.url, "LOAD")
+    finally:
+        load.stop.set()
+        server.kill()
+    load.check(got, in_doubt=3)
 
 
 def test_postgresql_stopped_under_consumers_loses_no_acknowledgement(

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import pathlib
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
 
 from _postgres import PASSWORD, PgServer
+from _proxy import Proxy
 from durability.test_store import Completions, add, normalized
 from ternmq.errors import JMSException
 from ternmq.protocol.commands import StagedSend
@@ -343,3 +345,78 @@ def test_concurrent_first_starts_create_the_schema_once(pg_url: str) -> None:
         s.close()
     assert errors == [] and len(stores) == 2
     assert _rows(pg_url, "SELECT count(*) FROM ternmq_schema_version") == [(1,)]
+
+
+def _wait_for_a_lock_waiter(conn: psycopg.Connection[object]) -> int:
+    """The pid of the backend of ``conn``'s database that waits for a lock (within 10 s)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        row = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+        ).fetchone()
+        if row is not None:
+            return int(row[0])
+        time.sleep(0.01)
+    raise AssertionError("the store's commit never waited for the lock")
+
+
+@pytest.mark.parametrize("how", ["terminated", "reset"])
+def test_a_connection_lost_in_a_pipelined_commit_is_replaced(
+    postgres_server: PgServer, pg_url: str, how: str
+) -> None:
+    """A commit of several statements (sent in pipeline mode) whose connection breaks while
+    the pipeline waits (its backend terminated, or the TCP link reset: the store reaches the
+    database through a proxy) fails with StoreUnavailable, and every later commit, pipelined
+    or not, succeeds on a new connection (a broken connection kept, still in pipeline mode,
+    would fail every later commit with 'PQsendQuery not allowed in pipeline mode')."""
+    proxy = Proxy(postgres_server.port)
+    clock = FakeClock()
+    s = PostgresStore(
+        pg_url.replace(f":{postgres_server.port}/", f":{proxy.port}/"),
+        clock=lambda: clock.now_ms() / 1000,
+    )
+    done = Completions()
+    s.set_completion(done)
+
+    def pipelined(seq: int, data: bytes) -> list[Op]:
+        # three statements: messages, a sequence reservation, a sink's batch
+        return [
+            add("queue://Q", seq, data),
+            ReserveSeq("queue://Q", seq + 10),
+            SetSinkBatch("k", seq),
+        ]
+
+    try:
+        s.write(pipelined(1, b"before"))
+        assert s.commits == 1
+        # the writer's next transaction waits on a lock mid-pipeline; its connection then
+        # breaks with statements of the pipeline in flight
+        with psycopg.connect(pg_url) as blocker:
+            blocker.execute("LOCK TABLE ternmq_sinks IN ACCESS EXCLUSIVE MODE")
+            s.submit(pipelined(2, b"lost"), 1)
+            waiting = _wait_for_a_lock_waiter(blocker)
+            if how == "terminated":
+                blocker.execute("SELECT pg_terminate_backend(%s)", (waiting,))
+            else:
+                proxy.reset()
+            ((_, error),) = done.wait_for(1)
+            blocker.rollback()
+        assert isinstance(error, StoreUnavailable), error
+        assert "unavailable" in str(error) and f"127.0.0.1:{proxy.port}" in str(error)
+        for token, seq in ((2, 3), (3, 4)):  # no clock advance: the first retry reconnects
+            s.submit(pipelined(seq, f"after{seq}".encode()), token)
+            assert done.wait_for(token)[token - 1] == (token, None), done.wait_for(token)
+        s.submit([add("queue://Q", 5, b"single")], 4)  # one statement, no pipeline
+        assert done.wait_for(4)[3] == (4, None)
+        recovered = s.load()
+        assert [m.data for m in recovered.messages["queue://Q"]] == [
+            b"before",
+            b"after3",
+            b"after4",
+            b"single",
+        ]
+        assert recovered.sinks == {"k": 4}
+    finally:
+        s.close()
+        proxy.close()

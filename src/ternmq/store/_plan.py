@@ -19,7 +19,7 @@ written together, and none of that depends on SQL: :func:`plan` reduces them, on
 - duplicate-detection ids (PSF-09) are written last, in order (:attr:`Plan.dup_ids`), with one
   eviction bound per destination (:func:`evictions`).
 
-A backend (``store/postgres.py``) turns the plan into its statements.
+A backend (``store/sqlite.py``, ``store/postgres.py``) turns the plan into its statements.
 """
 
 from __future__ import annotations

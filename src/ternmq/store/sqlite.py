@@ -108,17 +108,16 @@ from ternmq.store._base import (
     Op,
     Recovered,
     RemoveDestination,
-    RemoveMessage,
     RemoveRange,
     RemoveStaged,
     RemoveSubscription,
     ReserveSeq,
-    SetDeliveryCount,
     SetSinkBatch,
     StoredMessage,
     StoreFullError,
     staged_records,
 )
+from ternmq.store._plan import Rows, evictions, plan
 from ternmq.store._writer import GroupCommitWriter, WriterFront
 
 __all__ = ["SqliteStore"]
@@ -647,99 +646,59 @@ class SqliteStore(WriterFront):
         return True
 
     def _apply(self, batches: list[Sequence[Op]]) -> None:
-        """The transaction of :meth:`apply`."""
-        # Keyed by destination, then sequence number: no tuple per message (a large commit
-        # would otherwise leave a hundred thousand objects to the garbage collector).
-        adds: dict[str, dict[int, AddMessage]] = {}
-        counts: dict[tuple[str, int], int] = {}
-        actions: list[Op] = []
-        dup_ids: list[AddDuplicateId] = []  # written last, in order (PSF-09)
-        for ops in batches:
-            for op in ops:
-                if isinstance(op, AddMessage):
-                    added = adds.get(op.dest)
-                    if added is None:
-                        added = adds[op.dest] = {}
-                    added[op.seq] = op
-                    actions.append(op)
-                elif isinstance(op, RemoveMessage):
-                    added = adds.get(op.dest)
-                    if added is not None and added.pop(op.seq, None) is not None:
-                        counts.pop((op.dest, op.seq), None)  # added and removed: no disk
-                    else:
-                        actions.append(op)
-                elif isinstance(op, SetDeliveryCount):
-                    counts[(op.dest, op.seq)] = op.count
-                elif isinstance(op, AddDuplicateId):
-                    dup_ids.append(op)
-                else:
-                    actions.append(op)
+        """The transaction of :meth:`apply`: the steps of ``store/_plan.py``'s reduction of
+        the batches (the same as every transactional store's), as SQLite statements."""
+        p = plan(batches)
         changes = self._db.total_changes
-        logged = 0  # bytes of message bodies written
         with _Transaction(self._db) as db:  # statements run when the block ends
-            # Runs of message inserts and message deletes become multi-row statements; any
-            # other operation first flushes them, so the order of operations is kept.
-            # Staged messages are one row per request, in their own table.
-            inserts: list[AddMessage] = []
-            deletes: list[RemoveMessage] = []
-            for op in actions:
-                if isinstance(op, AddMessage):
-                    if adds[op.dest].get(op.seq) is not op:
-                        continue
-                    logged += len(op.data)
-                    inserts.append(op)
-                    continue
-                if isinstance(op, AddStaged):
-                    self._add_staged(op, db)
-                    continue
-                if isinstance(op, RemoveMessage):  # a message of an earlier write
-                    deletes.append(op)
-                    continue
-                if inserts or deletes:
-                    self._insert(inserts, deletes, counts, db)
-                if isinstance(op, AddSubscription):
+            for step in p.steps:
+                if isinstance(step, Rows):
+                    self._write_rows(step, db)
+                elif isinstance(step, AddStaged):
+                    self._add_staged(step, db)
+                elif isinstance(step, AddSubscription):
                     db.execute(
                         "INSERT OR REPLACE INTO subscriptions VALUES(?,?,?,?,?,?,?)",
                         (
-                            op.dest,
-                            op.client_id,
-                            op.name,
-                            op.topic,
-                            op.selector,
-                            int(op.no_local),
-                            int(op.shared),
+                            step.dest,
+                            step.client_id,
+                            step.name,
+                            step.topic,
+                            step.selector,
+                            int(step.no_local),
+                            int(step.shared),
                         ),
                     )
-                elif isinstance(op, RemoveSubscription):
-                    db.execute("DELETE FROM subscriptions WHERE dest=?", (op.dest,))
-                    db.execute("DELETE FROM messages WHERE dest=?", (op.dest,))
-                elif isinstance(op, RemoveDestination):
-                    db.execute("DELETE FROM messages WHERE dest=?", (op.dest,))
-                elif isinstance(op, RemoveRange):
+                elif isinstance(step, RemoveSubscription):
+                    db.execute("DELETE FROM subscriptions WHERE dest=?", (step.dest,))
+                    db.execute("DELETE FROM messages WHERE dest=?", (step.dest,))
+                elif isinstance(step, RemoveDestination):
+                    db.execute("DELETE FROM messages WHERE dest=?", (step.dest,))
+                elif isinstance(step, RemoveRange):
                     db.execute(
                         "DELETE FROM messages WHERE dest=? AND seq BETWEEN ? AND ?",
-                        (op.dest, op.first, op.last),
+                        (step.dest, step.first, step.last),
                     )
-                elif isinstance(op, ReserveSeq):
-                    db.execute("INSERT OR REPLACE INTO sequences VALUES(?,?)", (op.dest, op.upto))
-                elif isinstance(op, RemoveStaged):
-                    db.execute("DELETE FROM staged_chunks WHERE txid=?", (op.txid,))
-                elif isinstance(op, SetSinkBatch):
+                elif isinstance(step, ReserveSeq):
                     db.execute(
-                        "INSERT OR REPLACE INTO sinks VALUES(?,?)", (op.sink_id, op.batch_id)
+                        "INSERT OR REPLACE INTO sequences VALUES(?,?)", (step.dest, step.upto)
                     )
-            if inserts or deletes:
-                self._insert(inserts, deletes, counts, db)
-            if counts:
+                elif isinstance(step, RemoveStaged):
+                    db.execute("DELETE FROM staged_chunks WHERE txid=?", (step.txid,))
+                elif isinstance(step, SetSinkBatch):
+                    db.execute(
+                        "INSERT OR REPLACE INTO sinks VALUES(?,?)", (step.sink_id, step.batch_id)
+                    )
+            if p.counts:
                 db.executemany(
                     "UPDATE messages SET delivery_count=? WHERE dest=? AND seq=?",
-                    [(n, d, s) for (d, s), n in counts.items()],
+                    [(n, d, s) for (d, s), n in p.counts.items()],
                 )
-            if dup_ids:
-                self._add_duplicate_ids(dup_ids, db)
+            if p.dup_ids:
+                self._add_duplicate_ids(p.dup_ids, db)
         self.commits += 1
         # bodies, row overhead, pages
-        self._logged += logged + (self._db.total_changes - changes) * 64 + self._commit_bytes
+        self._logged += p.body_bytes + (self._db.total_changes - changes) * 64 + self._commit_bytes
         if self.fsync == "batch":
             now = time.monotonic()
             if now - self._last_sync >= self.batch_interval:
@@ -753,10 +712,9 @@ class SqliteStore(WriterFront):
             "INSERT OR REPLACE INTO duplicate_ids VALUES(?,?,?)",
             [(op.dest, op.n, op.dup_id) for op in ops],
         )
-        evict: dict[str, int] = {}  # one range per destination: its latest bound
-        for op in ops:
-            evict[op.dest] = max(op.evict_upto, evict.get(op.dest, op.evict_upto))
-        db.executemany("DELETE FROM duplicate_ids WHERE dest=? AND n<=?", list(evict.items()))
+        db.executemany(
+            "DELETE FROM duplicate_ids WHERE dest=? AND n<=?", list(evictions(ops).items())
+        )
 
     def _add_staged(
         self, op: AddStaged, db: sqlite3.Connection | _Transaction | None = None
@@ -768,42 +726,34 @@ class SqliteStore(WriterFront):
             (op.txid, op.first, op.sink_id, op.batch_id, data),
         )
 
-    def _insert(
-        self,
-        inserts: list[AddMessage],
-        deletes: list[RemoveMessage],
-        counts: dict[tuple[str, int], int],
-        db: _Transaction,
-    ) -> None:
-        """Write the pending messages (with their delivery count from ``counts``, which loses
-        those entries) and delete the pending removals (keys of earlier writes, so the order
-        among them does not matter); empty the lists."""
-        if deletes:
-            db.rows(_DELETE_ROWS, "(?,?)", [(d.dest, d.seq) for d in deletes])
-            deletes.clear()
-        if inserts:
-            if counts:
-                rows: list[tuple[object, ...]] = [
-                    (
-                        op.dest,
-                        op.seq,
-                        op.priority,
-                        op.expiration,
-                        op.delivery_time,
-                        op.group_id,
-                        counts.pop((op.dest, op.seq), 0),
-                        op.data,
-                    )
-                    for op in inserts
-                ]
-                db.rows(_INSERT_COUNTED_ROWS + " {rows}", _ROW_COUNTED, rows)
-            else:  # the fields in AddMessage's order, made in C
-                db.rows(
-                    _INSERT_ROWS + " {rows}",
-                    _ROW_ADDED,
-                    list(map(msgspec.structs.astuple, inserts)),
+    def _write_rows(self, run: Rows, db: _Transaction) -> None:
+        """A run of message writes: the deletes (keys of earlier writes, so the order among
+        them does not matter), then the inserts with their delivery counts."""
+        if run.deletes:
+            db.rows(_DELETE_ROWS, "(?,?)", [(d.dest, d.seq) for d in run.deletes])
+        if not run.inserts:
+            return
+        if any(run.counts):
+            rows: list[tuple[object, ...]] = [
+                (
+                    op.dest,
+                    op.seq,
+                    op.priority,
+                    op.expiration,
+                    op.delivery_time,
+                    op.group_id,
+                    count,
+                    op.data,
                 )
-            inserts.clear()
+                for op, count in zip(run.inserts, run.counts, strict=True)
+            ]
+            db.rows(_INSERT_COUNTED_ROWS + " {rows}", _ROW_COUNTED, rows)
+        else:  # the fields in AddMessage's order, made in C
+            db.rows(
+                _INSERT_ROWS + " {rows}",
+                _ROW_ADDED,
+                list(map(msgspec.structs.astuple, run.inserts)),
+            )
 
     def _sync_log(self) -> None:
         wal = self.path / "ternmq.db-wal"
