@@ -251,6 +251,7 @@ class OpenWireConnection(GatewayConnection):
         self._pulls: dict[int, _Consumer] = {}  # corr of a no-wait Pull -> its consumer
         self._temps: set[str] = set()
         self._connect_corr = -1
+        self._connect_answer = 0
         self._cid = 0  # the id of the command being handled, if it asked for a response
 
     @property
@@ -376,6 +377,8 @@ class OpenWireConnection(GatewayConnection):
         browse = self._browses.pop(corr, None)
         pulled = self._pulls.pop(corr, None)
         if isinstance(cmd, c.Error):
+            if corr == self._connect_corr:
+                answer = self._connect_answer  # e.g. InvalidClientIDException: a client id in use
             if answer:
                 self._write_command(
                     exception_response(answer, java_exception(cmd.kind), cmd.message)
@@ -468,13 +471,6 @@ class OpenWireConnection(GatewayConnection):
         self._opened()
         self.conn = self._attach(broker, self._emit)
         self.user = self.host.principal(info.user_name)
-        corr = self._corr()
-        self._connect_corr = corr
-        self._request(c.Connect(corr=corr, user=self.user, client_id=info.client_id))
-        self._request(
-            c.CreateSession(corr=self._corr(), session_id=_SEND_SESSION),
-            info.command_id if info.response_required else 0,
-        )
         log_event(
             log,
             logging.INFO,
@@ -485,6 +481,14 @@ class OpenWireConnection(GatewayConnection):
             client_id=info.client_id,
             listener=self.scheme,
             protocol="openwire",
+        )
+        corr = self._corr()
+        self._connect_corr = corr
+        self._connect_answer = info.command_id if info.response_required else 0
+        self._request(c.Connect(corr=corr, user=self.user, client_id=info.client_id))
+        self._request(
+            c.CreateSession(corr=self._corr(), session_id=_SEND_SESSION),
+            info.command_id if info.response_required else 0,
         )
         self._resume("auth")
         self._on_events(held)
@@ -594,6 +598,8 @@ class OpenWireConnection(GatewayConnection):
         broker = self.host.broker
         if conn is None or broker is None:
             return 0
+        if cmd.destination is None:
+            raise InvalidDestinationException("a message needs a destination: set one")
         tx = self._transaction(cmd.transaction_id)
         msg = message_from_openwire(cmd, now_ms=broker.clock.now_ms(), resolve=self._resolve)
         assert msg._destination is not None
