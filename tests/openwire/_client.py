@@ -14,6 +14,7 @@ import itertools
 import pathlib
 import re
 import socket
+import ssl
 import time
 
 from server._support import HOST, IO_TIMEOUT, ServerProcess
@@ -75,8 +76,18 @@ class OpenWireRaw:
     sends a command with ``responseRequired`` and returns its Response or
     ExceptionResponse; everything else read meanwhile waits in :attr:`inbox`."""
 
-    def __init__(self, port: int, *, timeout: float = IO_TIMEOUT, connect: bool = True) -> None:
-        self.sock = socket.create_connection((HOST, port), timeout=timeout)
+    def __init__(
+        self,
+        port: int,
+        *,
+        timeout: float = IO_TIMEOUT,
+        connect: bool = True,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        sock = socket.create_connection((HOST, port), timeout=timeout)
+        if tls is not None:
+            sock = tls.wrap_socket(sock, server_hostname="localhost")
+        self.sock = sock
         self.parser = ow.FrameParser(64 << 20)
         self.inbox: collections.deque[ow.DataStructure] = collections.deque()
         self._ids = itertools.count(1)

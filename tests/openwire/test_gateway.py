@@ -106,6 +106,62 @@ def test_queue_send_receive_and_ack(port: int) -> None:
         assert cl.dispatch().message is None
 
 
+def test_a_persistent_send_is_answered_once_durable(tmp_path: pathlib.Path) -> None:
+    """The Response of a persistent send means the message is on disk: it survives a
+    SIGKILL of the server right after."""
+    data = tmp_path / "data"
+    proc = ServerProcess(data, "", tmp_path)
+    q = _queue("durable")
+    try:
+        with _client(proc.port) as cl:
+            sess = cl.session()
+            prod = cl.producer(sess)
+            for i in range(20):
+                assert type(cl.send_text(prod, q, f"d{i}")) is ow.Response
+    finally:
+        proc.kill()
+    proc = ServerProcess(data, "", tmp_path)
+    try:
+        with _client(proc.port) as cl:
+            sess = cl.session()
+            cl.consume(sess, q)
+            assert [_text(cl.dispatch()) for _ in range(20)] == [f"d{i}" for i in range(20)]
+    finally:
+        proc.kill()
+
+
+def test_tls_openwire_listener(tmp_path: pathlib.Path) -> None:
+    import re
+    import ssl
+
+    from _openssl import self_signed_cert
+
+    made = self_signed_cert(tmp_path, "openwire")
+    if made is None:
+        pytest.skip("no openssl command")
+    cert, key = made
+    config = (
+        f'[[listeners]]\nprotocol = "openwire"\nport = 0\n'
+        f'tls = {{ cert = "{cert}", key = "{key}" }}\n'
+    )
+    proc, _ = start_server(tmp_path, config)
+    try:
+        line = proc.wait_log(r"event=listening protocol=openwire address=tls://")
+        m = re.search(r"tls://127\.0\.0\.1:(\d+)", line)
+        assert m is not None
+        ctx = ssl.create_default_context(cafile=cert)
+        with OpenWireRaw(int(m.group(1)), tls=ctx) as cl:
+            assert type(cl.connect()) is ow.Response
+            sess = cl.session()
+            prod = cl.producer(sess)
+            q = _queue("tls")
+            cl.consume(sess, q)
+            cl.send_text(prod, q, "over tls")
+            assert _text(cl.dispatch()) == "over tls"
+    finally:
+        proc.kill()
+
+
 def test_unacknowledged_messages_come_back_to_the_next_consumer(port: int) -> None:
     q = _queue()
     with _client(port) as cl:
