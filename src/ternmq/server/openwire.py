@@ -242,14 +242,15 @@ class OpenWireConnection(GatewayConnection):
         # command that asked for a response
         self._answers: dict[int, int] = {}
         self._owners: dict[int, int] = {}  # corr -> command id of the command that made it
-        self._failed: set[int] = set()  # command ids answered with an ExceptionResponse
         self._consumers: dict[ConsumerKey, _Consumer] = {}
         self._by_sid: dict[int, _Consumer] = {}
         self._sessions: dict[int, set[ConsumerKey]] = {}
         self._txs: dict[int, _Transaction] = {}
         self._browses: dict[int, tuple[_Consumer, str, str | None]] = {}  # corr -> browse
         self._pulls: dict[int, _Consumer] = {}  # corr of a no-wait Pull -> its consumer
-        self._temps: set[str] = set()
+        # browse pages to ask for once the socket drains (a browser must not make the server
+        # buffer a whole queue): (consumer, destination, selector, position)
+        self._browse_later: list[tuple[_Consumer, str, str | None, tuple[int, int]]] = []
         self._connect_corr = -1
         self._connect_answer = 0
         self._cid = 0  # the id of the command being handled, if it asked for a response
@@ -590,8 +591,20 @@ class OpenWireConnection(GatewayConnection):
             self._dispatch(consumer, msg, -next(self._browse_ids), 0)
         if result.done or result.after is None:
             self._null_dispatch(consumer)
+        elif "write" in self._paused:
+            self._browse_later.append((consumer, dest, selector, result.after))
         else:
             self._browse(consumer, dest, selector, result.after)
+
+    def resume_writing(self) -> None:
+        """The socket drained: ask for the browse pages held back while it was full."""
+        super().resume_writing()
+        later, self._browse_later = self._browse_later, []
+        if self.wire.current() is _OPEN:
+            for consumer, dest, selector, after in later:
+                if self._by_sid.get(consumer.sid) is consumer:
+                    self._browse(consumer, dest, selector, after)
+            self.host.rearm()
 
     def _on_message(self, cmd: ow.Message) -> int:
         conn = self.conn
@@ -842,7 +855,6 @@ class OpenWireConnection(GatewayConnection):
             return 0  # ActiveMQ creates ordinary destinations on first use; so does ternmq
         jms = jms_destination(dest)
         if info.operation_type == _ADD:
-            self._temps.add(str(jms))
             return self._final(
                 c.CreateTemporary(
                     corr=self._corr(),
@@ -851,7 +863,6 @@ class OpenWireConnection(GatewayConnection):
                 )
             )
         if info.operation_type == _REMOVE:
-            self._temps.discard(str(jms))
             return self._final(c.DeleteTemporary(corr=self._corr(), destination=str(jms)))
         raise JMSException(f"DestinationInfo operation {info.operation_type} is not supported")
 
