@@ -248,6 +248,7 @@ class OpenWireConnection(GatewayConnection):
         self._txs: dict[int, _Transaction] = {}
         self._browses: dict[int, tuple[_Consumer, str, str | None]] = {}  # corr -> browse
         self._pulls: dict[int, _Consumer] = {}  # corr of a no-wait Pull -> its consumer
+        self._creating: dict[int, _Consumer] = {}  # corr of a CreateConsumer -> its consumer
         # browse pages to ask for once the socket drains (a browser must not make the server
         # buffer a whole queue): (consumer, destination, selector, position)
         self._browse_later: list[tuple[_Consumer, str, str | None, tuple[int, int]]] = []
@@ -377,7 +378,14 @@ class OpenWireConnection(GatewayConnection):
         answer = self._answers.pop(corr, 0)
         browse = self._browses.pop(corr, None)
         pulled = self._pulls.pop(corr, None)
+        created = self._creating.pop(corr, None)
         if isinstance(cmd, c.Error):
+            if browse is not None:
+                self._null_dispatch(browse[0])  # the browse ends (the client must not wait)
+            if browse is not None or created is not None:
+                failed = browse[0] if browse is not None else created
+                assert failed is not None
+                self.loop.call_soon(self._forget_failed, failed)
             if corr == self._connect_corr:
                 answer = self._connect_answer  # e.g. InvalidClientIDException: a client id in use
             if answer:
@@ -540,8 +548,9 @@ class OpenWireConnection(GatewayConnection):
                 )
             consumer.idle = True
             self._add_consumer(key, consumer)
-            self._browse(consumer, str(jms), info.selector or None, None)
-            return 0
+            # The first page answers the ConsumerInfo: a refused browse (permissions, a bad
+            # selector) fails createBrowser.
+            return self._browse(consumer, str(jms), info.selector or None, None, self._cid)
         kind: c.SubscriptionKind = "none"
         if info.subscription_name:
             if not jms.is_topic:
@@ -552,9 +561,11 @@ class OpenWireConnection(GatewayConnection):
         self._add_consumer(key, consumer)
         sid = consumer.sid
         self._request(c.CreateSession(corr=self._corr(), session_id=sid))
+        corr = self._corr()
+        self._creating[corr] = consumer
         return self._final(
             c.CreateConsumer(
-                corr=self._corr(),
+                corr=corr,
                 session_id=sid,
                 consumer_id=sid,
                 destination=str(jms),
@@ -566,20 +577,35 @@ class OpenWireConnection(GatewayConnection):
             )
         )
 
+    def _forget_failed(self, consumer: _Consumer) -> None:
+        """A consumer the engine refused (a browse, a consumer): forget it and close its
+        engine session (run soon after the refusal: never from inside the engine)."""
+        key = (consumer.id.session_id, consumer.id.value)
+        if self._consumers.get(key) is consumer and self.wire.current() is _OPEN:
+            self._close_consumer(consumer, -1, final=False)
+            self.host.rearm()
+
     def _add_consumer(self, key: ConsumerKey, consumer: _Consumer) -> None:
         self._consumers[key] = consumer
         self._by_sid[consumer.sid] = consumer
         self._sessions.setdefault(key[0], set()).add(key)
 
     def _browse(
-        self, consumer: _Consumer, dest: str, selector: str | None, after: tuple[int, int] | None
-    ) -> None:
+        self,
+        consumer: _Consumer,
+        dest: str,
+        selector: str | None,
+        after: tuple[int, int] | None,
+        answer: int = 0,
+    ) -> int:
+        """Ask for the next page of a browse (its reply is dispatched by :meth:`_browsed`)."""
         corr = self._corr()
         self._browses[corr] = (consumer, dest, selector)
-        self._request(
+        return self._request(
             c.Browse(
                 corr=corr, destination=dest, selector=selector, after=after, limit=_BROWSE_PAGE
-            )
+            ),
+            answer,
         )
 
     def _browsed(self, browse: tuple[_Consumer, str, str | None], result: c.BrowseResult) -> None:
