@@ -26,12 +26,15 @@ _OPENWIRE_RE = r"event=listening protocol=openwire address=tcp://127\.0\.0\.1:(\
 
 
 def start_server(
-    tmp_path: pathlib.Path, config: str = "", *, openwire_port: bool = False
+    tmp_path: pathlib.Path, config: str = "", *, openwire_port: bool = False, http: bool = False
 ) -> tuple[ServerProcess, int]:
-    """A ``ternmq serve`` (plus ``config``); (server, the port to speak OpenWire to: the main
-    port, or with ``openwire_port`` the OpenWire-only listener's)."""
+    """A ``ternmq serve`` (plus ``config``; with ``http`` the HTTP listener too); (server, the
+    port to speak OpenWire to: the main port, or with ``openwire_port`` the OpenWire-only
+    listener's)."""
     extra = "openwire_port = 0\n" if openwire_port else ""
-    server = ServerProcess(tmp_path / f"data-{time.monotonic_ns()}", extra + config, tmp_path)
+    server = ServerProcess(
+        tmp_path / f"data-{time.monotonic_ns()}", extra + config, tmp_path, http=http
+    )
     if not openwire_port:
         return server, server.port
     try:

@@ -70,11 +70,15 @@ def test_handshake_on_the_main_port(port: int) -> None:
         assert cl.read_until_closed() == []
 
 
-def test_handshake_on_the_openwire_port(tmp_path: pathlib.Path) -> None:
-    proc, port = start_server(tmp_path, openwire_port=True)
+def test_handshake_on_the_openwire_port_and_the_connections_metric(
+    tmp_path: pathlib.Path,
+) -> None:
+    import urllib.request
+
+    proc, port = start_server(tmp_path, openwire_port=True, http=True)
     try:
         assert port != proc.port
-        with _client(port) as cl:
+        with _client(port) as cl, _client(proc.port):
             sess = cl.session()
             prod = cl.producer(sess)
             q = _queue()
@@ -82,6 +86,9 @@ def test_handshake_on_the_openwire_port(tmp_path: pathlib.Path) -> None:
             assert type(got) is ow.Response
             assert type(cl.send_text(prod, q, "via the openwire port")) is ow.Response
             assert _text(cl.dispatch()) == "via the openwire port"
+            with urllib.request.urlopen(f"{proc.http_url}/metrics", timeout=10) as resp:
+                metrics = resp.read().decode()
+            assert 'ternmq_connections{protocol="openwire"} 2' in metrics
     finally:
         proc.kill()
 
