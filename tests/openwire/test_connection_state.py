@@ -256,3 +256,25 @@ def test_input_of() -> None:
     assert input_of(ow.KeepAliveInfo()) is Input.KEEP_ALIVE
     assert input_of(ow.ShutdownInfo()) is Input.SHUTDOWN
     assert input_of(ow.MessageAck()) is Input.COMMAND
+
+
+def test_is_openwire_start_tells_a_wireformatinfo_from_other_protocols() -> None:
+    from ternmq.protocol.frames import PREAMBLE
+    from ternmq.server.openwire import is_openwire_start
+
+    hello = _wireformat()
+    assert is_openwire_start(hello) is True
+    assert is_openwire_start(hello[:13]) is True
+    for n in range(13):
+        assert is_openwire_start(hello[:n]) is None  # a prefix: wait for more
+    assert is_openwire_start(PREAMBLE) is False
+    assert is_openwire_start(b"CONNECT\naccept-version:1.2\n\n\x00") is False
+    assert is_openwire_start(hello[:5] + b"ActiveMX") is False
+
+
+def test_java_exception_names_a_class_the_client_has() -> None:
+    from ternmq.server.openwire import java_exception
+
+    assert java_exception("InvalidSelectorException") == "javax.jms.InvalidSelectorException"
+    assert java_exception("JMSSecurityException") == "javax.jms.JMSSecurityException"
+    assert java_exception("SomethingOfOurs") == "javax.jms.JMSException"
