@@ -692,7 +692,12 @@ class OpenWireConnection(GatewayConnection):
         if cmd.destination is None:
             raise InvalidDestinationException("a message needs a destination: set one")
         tx = self._transaction(cmd.transaction_id)
-        msg = message_from_openwire(cmd, now_ms=broker.clock.now_ms(), resolve=self._resolve)
+        msg = message_from_openwire(
+            cmd,
+            now_ms=broker.clock.now_ms(),
+            resolve=self._resolve,
+            max_body_size=self.limits.max_frame,  # a compressed body inflates no further
+        )
         assert msg._destination is not None
         group = msg._properties.get("JMSXGroupID")
         seq = msg._properties.get("JMSXGroupSeq", 0)
