@@ -12,6 +12,8 @@ import subprocess
 
 import pytest
 
+from ternmq.protocol import openwire as ow
+
 JAVA_DIR = pathlib.Path("/usr/share/java")
 CLIENT_JARS = ("activemq-client.jar", "hawtbuf.jar", "geronimo-jms_1.1_spec.jar", "slf4j-api.jar")
 SOURCES = pathlib.Path(__file__).parent / "java"
@@ -38,3 +40,45 @@ def compile_java(source: pathlib.Path, out: pathlib.Path, main_class: str) -> li
         timeout=300,
     )
     return [java, "-cp", f"{out}:{classpath}", main_class]
+
+
+#: What Java's JMS getters read, by label then key: (Java class, value as printed).
+Reading = dict[str, dict[str, tuple[str, str]]]
+
+
+def mapping_program(out: pathlib.Path) -> list[str]:
+    """``java/OpenWireMapping.java`` compiled into ``out``: the command that runs it."""
+    return compile_java(SOURCES / "OpenWireMapping.java", out, "OpenWireMapping")
+
+
+def java_produced(java: list[str]) -> dict[str, ow.Message]:
+    """The messages ``OpenWireMapping produce`` marshals, by label, decoded by ternmq's codec."""
+    run = subprocess.run(java, check=True, capture_output=True, text=True, timeout=300)
+    frames = {}
+    for line in run.stdout.splitlines():
+        label, frame = line.split()
+        (command,) = ow.FrameParser().feed(bytes.fromhex(frame))
+        assert isinstance(command, ow.Message)
+        frames[label] = command
+    return frames
+
+
+def java_reads(java: list[str], commands: dict[str, ow.Message]) -> Reading:
+    """What ``OpenWireMapping consume`` (Java's JMS getters) reads from each of ``commands``."""
+    lines = "".join(f"{label} {ow.encode_frame(c).hex()}\n" for label, c in commands.items())
+    run = subprocess.run(
+        [*java, "consume"], input=lines, check=True, capture_output=True, text=True, timeout=300
+    )
+    reading: Reading = {}
+    for line in run.stdout.splitlines():
+        label, key, cls, value = line.split(" ")
+        reading.setdefault(label, {})[key] = (cls, value)
+    return reading
+
+
+def text_of(reading: dict[str, tuple[str, str]], key: str) -> tuple[str, str | None]:
+    """(Java class, the value as text) of ``key`` in one message's reading (None for null)."""
+    cls, value = reading[key]
+    if cls == "null":
+        return cls, None
+    return cls, "" if value == "-" else bytes.fromhex(value).decode()

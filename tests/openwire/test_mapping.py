@@ -8,8 +8,6 @@ values), and unmarshals what ternmq encodes and prints what its JMS getters answ
 
 from __future__ import annotations
 
-import pathlib
-import subprocess
 from collections.abc import Callable
 
 import pytest
@@ -30,7 +28,7 @@ from ternmq.message._types import T
 from ternmq.protocol import openwire as ow
 from ternmq.server import _openwire_mapping as m
 
-from ._java import SOURCES, compile_java
+from ._java import java_produced, java_reads, mapping_program, text_of
 
 NOW = 1_764_000_000_000
 P = ow.PType
@@ -613,47 +611,17 @@ def test_blob_messages_are_refused() -> None:
 
 # --- against ActiveMQ's own client -----------------------------------------------------------
 
-Reading = dict[str, dict[str, tuple[str, str]]]
-
 
 @pytest.fixture(scope="module")
 def java(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """The command that runs ``OpenWireMapping.java``, compiled for this module."""
-    out: pathlib.Path = tmp_path_factory.mktemp("openwire-mapping")
-    return compile_java(SOURCES / "OpenWireMapping.java", out, "OpenWireMapping")
+    return mapping_program(tmp_path_factory.mktemp("openwire-mapping"))
 
 
 @pytest.fixture(scope="module")
 def produced(java: list[str]) -> dict[str, ow.Message]:
-    """The messages Java's producer side marshals, by label, decoded by ternmq's codec."""
-    run = subprocess.run(java, check=True, capture_output=True, text=True, timeout=300)
-    frames = {}
-    for line in run.stdout.splitlines():
-        label, frame = line.split()
-        (command,) = ow.FrameParser().feed(bytes.fromhex(frame))
-        assert isinstance(command, ow.Message)
-        frames[label] = command
-    return frames
-
-
-def _consume(java: list[str], commands: dict[str, ow.Message]) -> Reading:
-    """What Java's JMS getters read from each of ``commands``."""
-    lines = "".join(f"{label} {ow.encode_frame(c).hex()}\n" for label, c in commands.items())
-    run = subprocess.run(
-        [*java, "consume"], input=lines, check=True, capture_output=True, text=True, timeout=300
-    )
-    reading: Reading = {}
-    for line in run.stdout.splitlines():
-        label, key, cls, value = line.split(" ")
-        reading.setdefault(label, {})[key] = (cls, value)
-    return reading
-
-
-def _text(reading: dict[str, tuple[str, str]], key: str) -> tuple[str, str | None]:
-    cls, value = reading[key]
-    return cls, None if value == "-" and cls == "null" else bytes.fromhex(
-        "" if value == "-" else value
-    ).decode()
+    """The messages Java's producer side marshals, by label."""
+    return java_produced(java)
 
 
 def test_java_producers_messages_map_to_the_expected_jms_values(
@@ -768,8 +736,8 @@ def test_java_reads_back_what_a_java_producer_set_after_the_trip_through_ternmq(
             message_id=m.message_id_of(jms._message_id, 1),
             redelivery_counter=0,
         )
-    direct = _consume(java, dict(produced))
-    through = _consume(java, again)
+    direct = java_reads(java, dict(produced))
+    through = java_reads(java, again)
     direct["bytes"].pop("prop:" + m.SCHEDULED_DELAY)
     assert through == direct
     assert direct["object"]["body"][0] == "ArrayList"
@@ -809,25 +777,25 @@ def test_java_consumer_reads_a_python_producers_message(java: list[str]) -> None
         label: _wire(one, redelivery_counter=2 if label == "text" else 0)
         for label, one in messages.items()
     }
-    reading = _consume(java, commands)
+    reading = java_reads(java, commands)
     got = reading["text"]
-    assert _text(got, "class") == ("String", "ActiveMQTextMessage")
-    assert _text(got, "JMSMessageID") == ("String", "ID:py-conn-7")
-    assert _text(got, "JMSDestination") == ("ActiveMQTopic", "topic://prices")
-    assert _text(got, "JMSReplyTo") == ("ActiveMQTempQueue", "temp-queue://ID:py-conn:tmp1")
-    assert _text(got, "JMSCorrelationID") == ("String", "corr-9")
-    assert _text(got, "JMSType") == ("String", "quote")
-    assert _text(got, "JMSPriority") == ("Integer", "8")
-    assert _text(got, "JMSExpiration") == ("Long", str(NOW + 5000))
-    assert _text(got, "JMSTimestamp") == ("Long", str(NOW - 10))
-    assert _text(got, "JMSDeliveryMode") == ("Integer", "2")
-    assert _text(got, "JMSRedelivered") == ("Boolean", "true")
-    assert _text(got, "JMSXDeliveryCount") == ("Integer", "3")
-    assert _text(got, "JMSXGroupID") == ("String", "g-1")
-    assert _text(got, "JMSXGroupSeq") == ("Integer", "12")
-    assert _text(got, "JMSXUserID") == ("String", "alice")
-    assert _text(got, "body") == ("String", "from python \U0001f600")
-    props = {k[5:]: _text(got, k) for k in got if k.startswith("prop:")}
+    assert text_of(got, "class") == ("String", "ActiveMQTextMessage")
+    assert text_of(got, "JMSMessageID") == ("String", "ID:py-conn-7")
+    assert text_of(got, "JMSDestination") == ("ActiveMQTopic", "topic://prices")
+    assert text_of(got, "JMSReplyTo") == ("ActiveMQTempQueue", "temp-queue://ID:py-conn:tmp1")
+    assert text_of(got, "JMSCorrelationID") == ("String", "corr-9")
+    assert text_of(got, "JMSType") == ("String", "quote")
+    assert text_of(got, "JMSPriority") == ("Integer", "8")
+    assert text_of(got, "JMSExpiration") == ("Long", str(NOW + 5000))
+    assert text_of(got, "JMSTimestamp") == ("Long", str(NOW - 10))
+    assert text_of(got, "JMSDeliveryMode") == ("Integer", "2")
+    assert text_of(got, "JMSRedelivered") == ("Boolean", "true")
+    assert text_of(got, "JMSXDeliveryCount") == ("Integer", "3")
+    assert text_of(got, "JMSXGroupID") == ("String", "g-1")
+    assert text_of(got, "JMSXGroupSeq") == ("Integer", "12")
+    assert text_of(got, "JMSXUserID") == ("String", "alice")
+    assert text_of(got, "body") == ("String", "from python \U0001f600")
+    props = {k[5:]: text_of(got, k) for k in got if k.startswith("prop:")}
     assert props == {
         "JMSXAppID": ("String", "app"),
         "JMSXDeliveryCount": ("Integer", "3"),
@@ -846,10 +814,10 @@ def test_java_consumer_reads_a_python_producers_message(java: list[str]) -> None
     }
     assert reading["map"]["map:c"] == ("Character", "78")
     assert reading["map"]["map:raw"] == ("byte[]", "01")
-    assert _text(reading["map"], "map:n") == ("Long", "2")
-    assert _text(reading["stream"], "stream:0") == ("Short", "5")
-    assert _text(reading["stream"], "stream:1") == ("String", "s")
+    assert text_of(reading["map"], "map:n") == ("Long", "2")
+    assert text_of(reading["stream"], "stream:0") == ("Short", "5")
+    assert text_of(reading["stream"], "stream:1") == ("String", "s")
     assert reading["bytes"]["body"] == ("byte[]", "00fe")
-    assert _text(reading["bytes"], "JMSRedelivered") == ("Boolean", "false")
+    assert text_of(reading["bytes"], "JMSRedelivered") == ("Boolean", "false")
     # A pickle is not a Java object: Java's getObject() fails, as the docs say.
     assert reading["obj"]["body"][0].startswith("!")
