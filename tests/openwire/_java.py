@@ -19,8 +19,8 @@ CLIENT_JARS = ("activemq-client.jar", "hawtbuf.jar", "geronimo-jms_1.1_spec.jar"
 SOURCES = pathlib.Path(__file__).parent / "java"
 
 
-def compile_java(source: pathlib.Path, out: pathlib.Path, main_class: str) -> list[str]:
-    """Compile ``source`` into ``out``; answer the command line that runs ``main_class``.
+def compile_java(sources: list[pathlib.Path], out: pathlib.Path, main_class: str) -> list[str]:
+    """Compile ``sources`` into ``out``; answer the command line that runs ``main_class``.
 
     Skips the calling test when ``javac``/``java`` or a jar is missing.
     """
@@ -34,7 +34,7 @@ def compile_java(source: pathlib.Path, out: pathlib.Path, main_class: str) -> li
         )
     classpath = ":".join(str(JAVA_DIR / jar) for jar in CLIENT_JARS)
     subprocess.run(
-        [javac, "-nowarn", "-d", str(out), "-cp", classpath, str(source)],
+        [javac, "-nowarn", "-d", str(out), "-cp", classpath, *map(str, sources)],
         check=True,
         capture_output=True,
         timeout=300,
@@ -48,7 +48,8 @@ Reading = dict[str, dict[str, tuple[str, str]]]
 
 def mapping_program(out: pathlib.Path) -> list[str]:
     """``java/OpenWireMapping.java`` compiled into ``out``: the command that runs it."""
-    return compile_java(SOURCES / "OpenWireMapping.java", out, "OpenWireMapping")
+    sources = [SOURCES / "OpenWireMapping.java", SOURCES / "OpenWireFixtures.java"]
+    return compile_java(sources, out, "OpenWireMapping")
 
 
 def java_produced(java: list[str]) -> dict[str, ow.Message]:

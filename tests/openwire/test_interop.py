@@ -34,6 +34,7 @@ from ternmq.server import _openwire_mapping as m
 
 from ._client import OpenWireRaw, start_server
 from ._java import java_produced, java_reads, mapping_program, text_of
+from .test_mapping import HEADERS
 
 stomp = pytest.importorskip("stomp")
 
@@ -105,16 +106,6 @@ def _retarget(
     )
 
 
-_HEADERS = (
-    "_message_id",
-    "_reply_to",
-    "_correlation_id",
-    "_type",
-    "_priority",
-    "_expiration",
-    "_timestamp",
-    "_delivery_mode",
-)
 _BODY = {
     TextMessage: "_text",
     BytesMessage: "_buffer",
@@ -160,7 +151,7 @@ def test_java_messages_reach_python_and_stomp_consumers_intact(port: int, java: 
     for label, want in expected.values():
         msg = got[label]
         assert type(msg) is type(want), label
-        for attr in _HEADERS:
+        for attr in HEADERS:
             assert getattr(msg, attr) == getattr(want, attr), (label, attr)
         assert msg.jms_destination == Topic(name)
         assert _properties(msg) == _properties(want), label
