@@ -824,3 +824,51 @@ def test_java_consumer_reads_a_python_producers_message(java: list[str]) -> None
     assert text_of(reading["bytes"], "JMSRedelivered") == ("Boolean", "false")
     # A pickle is not a Java object: Java's getObject() fails, as the docs say.
     assert reading["obj"]["body"][0].startswith("!")
+
+
+# --- hostile input -----------------------------------------------------------------------------
+
+_BODY_TYPES = (
+    ow.ActiveMQMessage,
+    ow.ActiveMQTextMessage,
+    ow.ActiveMQBytesMessage,
+    ow.ActiveMQMapMessage,
+    ow.ActiveMQStreamMessage,
+    ow.ActiveMQObjectMessage,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(_BODY_TYPES),
+    st.binary(max_size=64),
+    st.one_of(st.none(), st.binary(max_size=64)),
+    st.booleans(),
+)
+def test_arbitrary_body_and_property_octets_raise_only_protocol_or_jms_errors(
+    cls: type[ow.Message], content: bytes, props: bytes | None, compressed: bool
+) -> None:
+    cmd = _ow(cls, content=content, marshalled_properties=props, compressed=compressed)
+    try:
+        msg = m.message_from_openwire(cmd, now_ms=NOW, resolve=m.jms_destination, max_body_size=256)
+    except (ow.OpenWireError, MessageFormatException):
+        return
+    # What was accepted maps back to OpenWire without error.
+    m.openwire_message(
+        msg, destination=QUEUE, message_id=m.message_id_of("ID:x-1", 1), redelivery_counter=0
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=30), min_size=1, max_size=20, unique=True))
+def test_any_message_id_text_shows_unchanged_and_keeps_its_own_producer_key(
+    tails: list[str],
+) -> None:
+    keys = set()
+    for tail in tails:
+        text = "ID:" + tail
+        mid = m.message_id_of(text, 0)
+        assert m.message_id_text(mid) == text
+        assert mid.producer_id is not None
+        keys.add((m.producer_id_text(mid.producer_id), mid.producer_sequence_id))
+    assert len(keys) == len(tails)
