@@ -1,0 +1,86 @@
+"""Java programs the OpenWire tests (and the OpenWire benchmark) compile against Debian's jars.
+
+Theory of operation: :func:`compile_java` finds ``javac``/``java`` (JDK 17) and the jars in
+``/usr/share/java`` (``libactivemq-java``; Spring's from ``libspring-jms-java``), compiles the
+given sources into a directory with ``javac``, and answers the ``java -cp ...`` prefix that
+runs them. When a tool or jar is missing it raises :class:`JavaMissing` saying what to
+install; tests turn that into ``pytest.skip`` with that reason (``tools/system-deps.sh``
+installs both packages).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+import subprocess
+from collections.abc import Sequence
+
+JAVA_DIR = pathlib.Path("/usr/share/java")
+# ActiveMQ's client: what a JMS application puts on its class path.
+CLIENT_JARS = ("activemq-client.jar", "hawtbuf.jar", "geronimo-jms_1.1_spec.jar", "slf4j-api.jar")
+# ActiveMQ's own broker, embedded as the reference (KahaDB for persistent runs).
+BROKER_JARS = (
+    "activemq-broker.jar",
+    "activemq-kahadb-store.jar",
+    "activemq-protobuf.jar",
+    "geronimo-j2ee-management-1.1-spec.jar",
+)
+# Spring's JmsTemplate and what it loads.
+SPRING_JARS = (
+    "spring3-jms.jar",
+    "spring3-core.jar",
+    "spring3-beans.jar",
+    "spring3-context.jar",
+    "spring3-transaction.jar",
+    "commons-logging.jar",
+)
+QUIET_LOGGING = ("slf4j-nop.jar",)  # no log binding warning on stderr
+
+
+class JavaMissing(Exception):
+    """Java or a jar the program needs is not installed; the message says what to install."""
+
+
+def classpath(*jar_sets: Sequence[str]) -> str:
+    """The class path of these jars in ``/usr/share/java``.
+
+    Raises:
+        JavaMissing: a jar is missing (the message names the Debian package).
+    """
+    jars = [jar for jars in jar_sets for jar in jars]
+    missing = [jar for jar in jars if not (JAVA_DIR / jar).exists()]
+    if missing:
+        packages = {
+            "libspring-jms-java" if j in SPRING_JARS else "libactivemq-java" for j in missing
+        }
+        install = " ".join(sorted(packages))
+        raise JavaMissing(
+            f"{', '.join(missing)} missing from {JAVA_DIR}: apt-get install {install}"
+        )
+    return ":".join(str(JAVA_DIR / jar) for jar in jars)
+
+
+def compile_java(
+    sources: Sequence[pathlib.Path], out: pathlib.Path, *jar_sets: Sequence[str]
+) -> list[str]:
+    """Compile ``sources`` into ``out`` against the jars; answer ``[java, -cp, PATH]``.
+
+    Raises:
+        JavaMissing: no JDK, or a jar is missing.
+        subprocess.CalledProcessError: javac failed (its output in ``stderr``).
+    """
+    javac, java = shutil.which("javac"), shutil.which("java")
+    if javac is None or java is None:
+        raise JavaMissing(
+            "javac and java (JDK 17) are needed: apt-get install openjdk-17-jdk-headless"
+        )
+    path = classpath(*jar_sets)
+    out.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [javac, "-nowarn", "-d", str(out), "-cp", path, *map(str, sources)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return [java, "-cp", f"{out}:{path}"]
