@@ -5,15 +5,17 @@ Theory of operation: :func:`compile_java` finds ``javac``/``java`` (JDK 17) and 
 given sources into a directory with ``javac``, and answers the ``java -cp ...`` prefix that
 runs them. When a tool or jar is missing it raises :class:`JavaMissing` saying what to
 install; tests turn that into ``pytest.skip`` with that reason (``tools/system-deps.sh``
-installs both packages).
+installs both packages). :func:`reference_broker` runs ActiveMQ's own broker, embedded from
+Debian's jars, as the reference the tests and the benchmark compare ternmq with.
 """
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 JAVA_DIR = pathlib.Path("/usr/share/java")
 # ActiveMQ's client: what a JMS application puts on its class path.
@@ -84,3 +86,38 @@ def compile_java(
         timeout=600,
     )
     return [java, "-cp", f"{out}:{path}"]
+
+
+@contextlib.contextmanager
+def reference_broker(
+    java: Sequence[str], log: pathlib.Path, data_dir: pathlib.Path | None = None
+) -> Iterator[int]:
+    """ActiveMQ's own broker (``clients/ReferenceBroker.java``, compiled into ``java``'s
+    class path with BROKER_JARS) on a free port: persistence off, or KahaDB in ``data_dir``.
+    Yields its port; stopped (stdin closed, killed if it lingers) on exit.
+
+    Raises:
+        AssertionError: it did not print its port (its log in the message).
+    """
+    argv = [*java, "ReferenceBroker", *([str(data_dir)] if data_dir is not None else [])]
+    with open(log, "w", encoding="utf-8") as err:
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True
+        )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # printed once the broker listens
+        assert line.startswith("port "), (
+            f"ActiveMQ's broker did not start: {line!r}\n{log.read_text()}"
+        )
+        yield int(line.split()[1])
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+        if proc.stdout is not None:
+            proc.stdout.close()

@@ -37,6 +37,7 @@ from openwire._java import (
     JavaMissing,
     classpath,
     compile_java,
+    reference_broker,
 )
 from server._support import ServerProcess
 from ternmq import (
@@ -164,31 +165,10 @@ class Runner:
 
 @pytest.fixture(scope="module")
 def activemq(java: JavaPrograms, tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    """ActiveMQ's own broker on a free port; its port."""
+    """ActiveMQ's own broker on a free port (persistence off); its port."""
     log = tmp_path_factory.mktemp("activemq") / "broker.log"
-    with open(log, "w", encoding="utf-8") as err:
-        proc = subprocess.Popen(
-            [*java.command, "ReferenceBroker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-        )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # the broker prints its port once it listens
-        assert line.startswith("port "), (
-            f"ActiveMQ's broker did not start: {line!r}\n{log.read_text()}"
-        )
-        yield int(line.split()[1])
-    finally:
-        if proc.stdin is not None:
-            proc.stdin.close()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+    with reference_broker(java.command, log) as port:
+        yield port
 
 
 @pytest.fixture(scope="module")
