@@ -206,6 +206,10 @@ public final class ScenarioRunner {
         return v.getClass().getSimpleName() + ":" + v;
     }
 
+    static final Object[] PRIMITIVES = {
+        true, (byte) -5, (short) 300, 'Z', 70000, 1L << 40, 1.5f, -2.25, TEXT, new byte[] {1, 2, (byte) 0xff},
+    };
+
     static final String[] PROPS = {"pBoolean", "pByte", "pShort", "pInt", "pLong", "pFloat", "pDouble", "pString"};
 
     static void setTypedProperties(Message m) throws Exception {
@@ -510,41 +514,19 @@ public final class ScenarioRunner {
         MessageProducer p = s.createProducer(q);
         List<Message> sent = new ArrayList<>();
         sent.add(s.createTextMessage(TEXT));
+        // Each primitive once, written through writeObject / setObject, which pick the typed
+        // writer (writeBoolean, writeByte, ... writeUTF for a String in a BytesMessage).
         BytesMessage bytes = s.createBytesMessage();
-        bytes.writeBoolean(true);
-        bytes.writeByte((byte) -5);
-        bytes.writeShort((short) 300);
-        bytes.writeChar('Z');
-        bytes.writeInt(70000);
-        bytes.writeLong(1L << 40);
-        bytes.writeFloat(1.5f);
-        bytes.writeDouble(-2.25);
-        bytes.writeUTF(TEXT);
-        bytes.writeBytes(new byte[] {1, 2, (byte) 0xff});
-        sent.add(bytes);
         MapMessage map = s.createMapMessage();
-        map.setBoolean("boolean", true);
-        map.setByte("byte", (byte) -5);
-        map.setShort("short", (short) 300);
-        map.setChar("char", 'Z');
-        map.setInt("int", 70000);
-        map.setLong("long", 1L << 40);
-        map.setFloat("float", 1.5f);
-        map.setDouble("double", -2.25);
-        map.setString("String", BMP_TEXT);
-        map.setBytes("bytes", new byte[] {1, 2, (byte) 0xff});
-        sent.add(map);
         StreamMessage stream = s.createStreamMessage();
-        stream.writeBoolean(true);
-        stream.writeByte((byte) -5);
-        stream.writeShort((short) 300);
-        stream.writeChar('Z');
-        stream.writeInt(70000);
-        stream.writeLong(1L << 40);
-        stream.writeFloat(1.5f);
-        stream.writeDouble(-2.25);
-        stream.writeString(TEXT);
-        stream.writeBytes(new byte[] {1, 2, (byte) 0xff});
+        for (Object value : PRIMITIVES) {
+            bytes.writeObject(value);
+            stream.writeObject(value);
+            String kind = value instanceof byte[] ? "bytes" : value.getClass().getSimpleName();
+            map.setObject(kind, value instanceof String ? BMP_TEXT : value);
+        }
+        sent.add(bytes);
+        sent.add(map);
         sent.add(stream);
         HashMap<String, Object> object = new HashMap<>();
         object.put("a", 1);
