@@ -1,12 +1,16 @@
 """Java programs the OpenWire tests (and the OpenWire benchmark) compile against Debian's jars.
 
+The programs live in ``java/`` (codec and mapping fixtures) and ``clients/`` (JMS
+applications: the scenario runner, the reference broker, the benchmark).
+
 Theory of operation: :func:`compile_java` finds ``javac``/``java`` (JDK 17) and the jars in
 ``/usr/share/java`` (``libactivemq-java``; Spring's from ``libspring-jms-java``), compiles the
 given sources into a directory with ``javac``, and answers the ``java -cp ...`` prefix that
 runs them. When a tool or jar is missing it raises :class:`JavaMissing` saying what to
-install; tests turn that into ``pytest.skip`` with that reason (``tools/system-deps.sh``
-installs both packages). :func:`reference_broker` runs ActiveMQ's own broker, embedded from
-Debian's jars, as the reference the tests and the benchmark compare ternmq with.
+install (``tools/system-deps.sh`` installs both packages); :func:`program` turns that into
+``pytest.skip`` with that reason. :func:`reference_broker` runs ActiveMQ's own broker,
+embedded from Debian's jars, as the reference the tests and the benchmark compare ternmq
+with. The rest drives ``java/OpenWireMapping.java`` for the mapping tests.
 """
 
 from __future__ import annotations
@@ -17,7 +21,12 @@ import shutil
 import subprocess
 from collections.abc import Iterator, Sequence
 
+import pytest
+
+from ternmq.protocol import openwire as ow
+
 JAVA_DIR = pathlib.Path("/usr/share/java")
+SOURCES = pathlib.Path(__file__).parent / "java"
 # ActiveMQ's client: what a JMS application puts on its class path.
 CLIENT_JARS = ("activemq-client.jar", "hawtbuf.jar", "geronimo-jms_1.1_spec.jar", "slf4j-api.jar")
 # ActiveMQ's own broker, embedded as the reference (KahaDB for persistent runs).
@@ -88,6 +97,18 @@ def compile_java(
     return [java, "-cp", f"{out}:{path}"]
 
 
+def program(
+    sources: Sequence[pathlib.Path], out: pathlib.Path, main_class: str, *jar_sets: Sequence[str]
+) -> list[str]:
+    """:func:`compile_java` for a test: the command line that runs ``main_class``; skips the
+    calling test (saying what to install) when Java or a jar is missing."""
+    try:
+        java = compile_java(sources, out, *(jar_sets or (CLIENT_JARS,)))
+    except JavaMissing as missing:
+        pytest.skip(str(missing))
+    return [*java, main_class]
+
+
 @contextlib.contextmanager
 def reference_broker(
     java: Sequence[str], log: pathlib.Path, data_dir: pathlib.Path | None = None
@@ -121,3 +142,45 @@ def reference_broker(
             proc.wait(10)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+#: What Java's JMS getters read, by label then key: (Java class, value as printed).
+Reading = dict[str, dict[str, tuple[str, str]]]
+
+
+def mapping_program(out: pathlib.Path) -> list[str]:
+    """``java/OpenWireMapping.java`` compiled into ``out``: the command that runs it."""
+    return program([SOURCES / "OpenWireMapping.java"], out, "OpenWireMapping")
+
+
+def java_produced(java: list[str]) -> dict[str, ow.Message]:
+    """The messages ``OpenWireMapping produce`` marshals, by label, decoded by ternmq's codec."""
+    run = subprocess.run(java, check=True, capture_output=True, text=True, timeout=300)
+    frames = {}
+    for line in run.stdout.splitlines():
+        label, frame = line.split()
+        (command,) = ow.FrameParser().feed(bytes.fromhex(frame))
+        assert isinstance(command, ow.Message)
+        frames[label] = command
+    return frames
+
+
+def java_reads(java: list[str], commands: dict[str, ow.Message]) -> Reading:
+    """What ``OpenWireMapping consume`` (Java's JMS getters) reads from each of ``commands``."""
+    lines = "".join(f"{label} {ow.encode_frame(c).hex()}\n" for label, c in commands.items())
+    run = subprocess.run(
+        [*java, "consume"], input=lines, check=True, capture_output=True, text=True, timeout=300
+    )
+    reading: Reading = {}
+    for line in run.stdout.splitlines():
+        label, key, cls, value = line.split(" ")
+        reading.setdefault(label, {})[key] = (cls, value)
+    return reading
+
+
+def text_of(reading: dict[str, tuple[str, str]], key: str) -> tuple[str, str | None]:
+    """(Java class, the value as text) of ``key`` in one message's reading (None for null)."""
+    cls, value = reading[key]
+    if cls == "null":
+        return cls, None
+    return cls, "" if value == "-" else bytes.fromhex(value).decode()

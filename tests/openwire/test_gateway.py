@@ -338,6 +338,42 @@ def test_temporary_queue_request_reply(port: int) -> None:
         assert _text(requester.dispatch()) == "pong"
 
 
+def test_a_temporary_reply_to_is_announced_to_the_advisory_consumer_first(port: int) -> None:
+    """ActiveMQ's client refuses to send to a temporary destination its advisory consumer
+    never heard of: the gateway announces a request's temporary reply-to (a DestinationInfo
+    advisory) before it dispatches the request."""
+    with _client(port) as requester, _client(port) as replier:
+        adv = ow.ActiveMQTopic(
+            physical_name="ActiveMQ.Advisory.TempQueue,ActiveMQ.Advisory.TempTopic"
+        )
+        ps = replier.session()
+        adv_id, _ = replier.consume(ps, adv)
+        service = _queue("svc")
+        replier.consume(ps, service)
+        rs = requester.session()
+        temp = ow.ActiveMQTempQueue(physical_name=f"{requester.connection_id}:7")
+        requester.request(ow.DestinationInfo(destination=temp, operation_type=0))
+        rprod = requester.producer(rs)
+        for i in range(2):
+            msg = ow.ActiveMQTextMessage(
+                producer_id=rprod,
+                destination=service,
+                message_id=ow.MessageId(producer_id=rprod, producer_sequence_id=i + 1),
+                persistent=True,
+                reply_to=temp,
+                content=ow.encode_text_body(f"req{i}"),
+            )
+            assert type(requester.request(msg)) is ow.Response
+        advisory = replier.dispatch()
+        assert advisory.consumer_id == adv_id and advisory.message is not None
+        info = advisory.message.data_structure
+        assert isinstance(info, ow.DestinationInfo) and info.operation_type == 0
+        assert isinstance(info.destination, ow.ActiveMQTempQueue)
+        assert info.destination.physical_name == temp.physical_name
+        assert _text(replier.dispatch()) == "req0"
+        assert _text(replier.dispatch()) == "req1"  # announced once
+
+
 def test_queue_browser_gets_a_snapshot_then_a_null_dispatch(port: int) -> None:
     q = _queue()
     with _client(port) as cl:

@@ -8,15 +8,14 @@ the jars are missing (``.ci/run`` installs the package).
 
 from __future__ import annotations
 
-import pathlib
 import subprocess
 
 import pytest
 
-from openwire._java import CLIENT_JARS, JavaMissing, compile_java
+from openwire._java import SOURCES, program
 from ternmq.protocol import openwire as ow
 
-_SOURCE = pathlib.Path(__file__).parent / "java" / "OpenWireFixtures.java"
+_SOURCE = SOURCES / "OpenWireFixtures.java"
 
 Fixture = tuple[str, bool, bytes]
 
@@ -24,11 +23,7 @@ Fixture = tuple[str, bool, bytes]
 @pytest.fixture(scope="module")
 def java_command(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """Compile the Java program; answer the command line that runs it."""
-    try:
-        java = compile_java([_SOURCE], tmp_path_factory.mktemp("openwire-java"), CLIENT_JARS)
-    except JavaMissing as missing:
-        pytest.skip(str(missing))
-    return [*java, "OpenWireFixtures"]
+    return program([_SOURCE], tmp_path_factory.mktemp("openwire-java"), "OpenWireFixtures")
 
 
 @pytest.fixture(scope="module")

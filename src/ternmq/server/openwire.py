@@ -22,7 +22,8 @@ SessionInfo            nothing (the session's consumers get engine sessions of t
 ProducerInfo           nothing (answered)
 ConsumerInfo           ``CreateSession`` n + ``CreateConsumer`` n (one engine session per
                        consumer, so that closing one releases its deliveries only); on an
-                       ``ActiveMQ.Advisory.*`` topic: nothing, the consumer stays idle; a
+                       ``ActiveMQ.Advisory.*`` topic: nothing, the consumer stays idle but
+                       for the temporary reply-to destinations announced to it (below); a
                        browser: ``Browse`` pages, then a MessageDispatch without a message
 message (any type)     ``Send`` on session 1, or on the transaction's session
 MessageAck             DELIVERED: ``Credit`` (the prefetch window slides, as ActiveMQ's
@@ -55,6 +56,13 @@ Deliveries: a ``Deliver`` becomes a MessageDispatch whose message id carries the
 id as ``brokerSequenceId``; the client names deliveries in MessageAck ranges and
 RemoveInfo's ``lastDeliveredSequenceId`` by it. The prefetch window is the engine's credit:
 a delivery's credit comes back once, at the first ack that covers it.
+
+Advisories: ActiveMQ's client keeps the temporary destinations its advisory consumer
+(``ActiveMQ.Advisory.TempQueue,ActiveMQ.Advisory.TempTopic``) heard of, and refuses to send
+to any other. So before a message whose JMSReplyTo is a temporary destination is
+dispatched, that destination is announced to the connection's advisory consumer (a
+DestinationInfo advisory, once per destination): a Java service can answer a requester of
+another connection, in any protocol.
 """
 
 from __future__ import annotations
@@ -103,6 +111,7 @@ log = logging.getLogger("ternmq.server")
 ADVISORY_PREFIX: Final = "ActiveMQ.Advisory."
 _SEND_SESSION: Final = 1
 _BROWSE_PAGE: Final = 100
+_ANNOUNCED_MAX: Final = 4096  # temporary destinations remembered as announced, per connection
 _JAVA_EXCEPTIONS: Final = frozenset(
     {
         "IllegalStateException",
@@ -248,6 +257,11 @@ class OpenWireConnection(GatewayConnection):
         self._txs: dict[int, _Transaction] = {}
         self._browses: dict[int, tuple[_Consumer, str, str | None]] = {}  # corr -> browse
         self._pulls: dict[int, _Consumer] = {}  # corr of a no-wait Pull -> its consumer
+        # The client's consumer of ActiveMQ.Advisory.TempQueue/TempTopic, and the temporary
+        # destinations announced to it (see _announce)
+        self._advisory: _Consumer | None = None
+        self._announced: dict[str, None] = {}
+        self._advisory_ids = itertools.count(1)
         self._creating: dict[int, _Consumer] = {}  # corr of a CreateConsumer -> its consumer
         # browse pages to ask for once the socket drains (a browser must not make the server
         # buffer a whole queue): (consumer, destination, selector, position)
@@ -425,6 +439,9 @@ class OpenWireConnection(GatewayConnection):
             if msg._destination is not None
             else consumer.destination
         )
+        reply_to = msg._reply_to
+        if reply_to is not None and reply_to.is_temporary and self._advisory is not None:
+            self._announce(reply_to)
         mid = message_id_of(msg._message_id or f"ID:ternmq-{seq}", seq)
         mid.broker_sequence_id = seq
         om = openwire_message(msg, destination=dest, message_id=mid, redelivery_counter=redelivered)
@@ -434,6 +451,39 @@ class OpenWireConnection(GatewayConnection):
                 destination=dest,
                 message=om,
                 redelivery_counter=redelivered,
+            )
+        )
+
+    def _announce(self, temp: Destination) -> None:
+        """Tell the client's advisory consumer that temporary destination ``temp`` exists
+        (a DestinationInfo advisory), once: ActiveMQ's client refuses to send to a temporary
+        destination its advisories never named ("Cannot publish to a deleted Destination"),
+        so the reply-to of a request must be announced before the request is dispatched."""
+        advisory = self._advisory
+        key = str(temp)
+        if advisory is None or key in self._announced:
+            return
+        self._announced[key] = None
+        while len(self._announced) > _ANNOUNCED_MAX:
+            del self._announced[next(iter(self._announced))]
+        dest = openwire_destination(temp)
+        topic = ow.ActiveMQTopic(
+            physical_name=ADVISORY_PREFIX + ("TempTopic" if temp.is_topic else "TempQueue")
+        )
+        n = next(self._advisory_ids)
+        producer = ow.ProducerId(connection_id="ID:ternmq-advisory", value=1)
+        self._write_command(
+            ow.MessageDispatch(
+                consumer_id=advisory.id,
+                destination=topic,
+                message=ow.ActiveMQMessage(
+                    producer_id=producer,
+                    destination=topic,
+                    message_id=ow.MessageId(
+                        producer_id=producer, producer_sequence_id=n, broker_sequence_id=n
+                    ),
+                    data_structure=ow.DestinationInfo(destination=dest, operation_type=_ADD),
+                ),
             )
         )
 
@@ -539,6 +589,8 @@ class OpenWireConnection(GatewayConnection):
         if name.startswith(ADVISORY_PREFIX):
             consumer.idle = True
             self._add_consumer(key, consumer)
+            if "TempQueue" in name or "TempTopic" in name:
+                self._advisory = consumer
             return 0
         jms = jms_destination(dest)
         if info.browser:
@@ -640,7 +692,12 @@ class OpenWireConnection(GatewayConnection):
         if cmd.destination is None:
             raise InvalidDestinationException("a message needs a destination: set one")
         tx = self._transaction(cmd.transaction_id)
-        msg = message_from_openwire(cmd, now_ms=broker.clock.now_ms(), resolve=self._resolve)
+        msg = message_from_openwire(
+            cmd,
+            now_ms=broker.clock.now_ms(),
+            resolve=self._resolve,
+            max_body_size=self.limits.max_frame,  # a compressed body inflates no further
+        )
         assert msg._destination is not None
         group = msg._properties.get("JMSXGroupID")
         seq = msg._properties.get("JMSXGroupSeq", 0)
@@ -856,6 +913,9 @@ class OpenWireConnection(GatewayConnection):
         if keys is not None:
             keys.discard(key)
         self._cancel_pull_timer(consumer)
+        if consumer is self._advisory:
+            self._advisory = None
+            self._announced.clear()
         if consumer.idle:
             return 0
         # Deliveries up to the last one the client handed to the application count as

@@ -447,9 +447,10 @@ public final class ScenarioRunner {
         String requests = fresh("requests");
         AtomicReference<String> seen = new AtomicReference<>();
         CountDownLatch replierReady = new CountDownLatch(1);
+        Connection replierConnection = connect(); // a service of its own, as in an application
         Thread replier = new Thread(() -> {
             try {
-                Session rs = conn.createSession(false, Session.AUTO_ACKNOWLEDGE);
+                Session rs = replierConnection.createSession(false, Session.AUTO_ACKNOWLEDGE);
                 MessageConsumer rc = rs.createConsumer(rs.createQueue(requests));
                 MessageProducer rp = rs.createProducer(null);
                 replierReady.countDown();
