@@ -12,9 +12,10 @@ import subprocess
 
 import pytest
 
+from openwire._java import SOURCES, program
 from ternmq.protocol import openwire as ow
 
-from ._java import SOURCES, compile_java
+_SOURCE = SOURCES / "OpenWireFixtures.java"
 
 Fixture = tuple[str, bool, bytes]
 
@@ -22,8 +23,7 @@ Fixture = tuple[str, bool, bytes]
 @pytest.fixture(scope="module")
 def java_command(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """Compile the Java program; answer the command line that runs it."""
-    out = tmp_path_factory.mktemp("openwire-java")
-    return compile_java([SOURCES / "OpenWireFixtures.java"], out, "OpenWireFixtures")
+    return program([_SOURCE], tmp_path_factory.mktemp("openwire-java"), "OpenWireFixtures")
 
 
 @pytest.fixture(scope="module")
