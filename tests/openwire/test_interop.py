@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import pathlib
 import queue
+import re
+import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -29,11 +32,22 @@ from ternmq.message import (
     StreamMessage,
     TextMessage,
 )
+from ternmq.message._types import T
 from ternmq.protocol import openwire as ow
 from ternmq.server import _openwire_mapping as m
 
 from ._client import OpenWireRaw, start_server
-from ._java import java_produced, java_reads, mapping_program, text_of
+from ._java import (
+    BROKER_JARS,
+    CLIENT_JARS,
+    QUIET_LOGGING,
+    SPRING_JARS,
+    java_produced,
+    java_reads,
+    mapping_program,
+    program,
+    text_of,
+)
 from .test_mapping import HEADERS
 
 stomp = pytest.importorskip("stomp")
@@ -294,3 +308,44 @@ def test_python_and_stomp_messages_reach_a_java_consumer_as_java_would_send_them
     assert text_of(reading["stomp-text"], "prop:region") == ("String", "eu")
     assert text_of(reading["stomp-bytes"], "class") == ("String", "ActiveMQBytesMessage")
     assert reading["stomp-bytes"]["body"] == ("byte[]", "0001")
+
+
+README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_the_readme_java_example_runs_and_python_reads_its_messages(
+    port: int, tmp_path: pathlib.Path
+) -> None:
+    """The README's Java block, as it stands but for the port, compiled with Spring's jars."""
+    (block,) = re.findall(r"```java\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    source = tmp_path / "ReadmeExample.java"
+    source.write_text(
+        "import javax.jms.*;\n"
+        "import org.apache.activemq.ActiveMQConnectionFactory;\n"
+        "import org.springframework.jms.core.JmsTemplate;\n"
+        "public class ReadmeExample {\n"
+        "    public static void main(String[] args) throws Exception {\n"
+        + block.replace("tcp://localhost:61616", f"tcp://127.0.0.1:{port}")
+        + "    }\n}\n",
+        encoding="utf-8",
+    )
+    # ActiveMQConnectionFactory loads the J2EE management API (in BROKER_JARS) at run time.
+    java = program(
+        [source],
+        tmp_path / "classes",
+        "ReadmeExample",
+        CLIENT_JARS,
+        SPRING_JARS,
+        BROKER_JARS,
+        QUIET_LOGGING,
+    )
+    subprocess.run(java, check=True, capture_output=True, timeout=120)
+    with ConnectionFactory(f"tcp://127.0.0.1:{port}").create_connection() as jms:
+        jms.start()
+        consumer = jms.create_session().create_consumer(Queue("orders"))
+        first = consumer.receive(TIMEOUT)
+        assert isinstance(first, TextMessage) and first.text == "order 45"
+        assert first.get_object_property("customer") == 42
+        assert first._property_types["customer"] is T.LONG
+        second = consumer.receive(TIMEOUT)
+        assert isinstance(second, TextMessage) and second.text == "order 46"
