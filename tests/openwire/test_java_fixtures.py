@@ -8,17 +8,14 @@ the jars are missing (``.ci/run`` installs the package).
 
 from __future__ import annotations
 
-import pathlib
-import shutil
 import subprocess
 
 import pytest
 
+from openwire._java import SOURCES, program
 from ternmq.protocol import openwire as ow
 
-_JARS = ("activemq-client.jar", "hawtbuf.jar", "geronimo-jms_1.1_spec.jar", "slf4j-api.jar")
-_JAVA_DIR = pathlib.Path("/usr/share/java")
-_SOURCE = pathlib.Path(__file__).parent / "java" / "OpenWireFixtures.java"
+_SOURCE = SOURCES / "OpenWireFixtures.java"
 
 Fixture = tuple[str, bool, bytes]
 
@@ -26,23 +23,7 @@ Fixture = tuple[str, bool, bytes]
 @pytest.fixture(scope="module")
 def java_command(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """Compile the Java program; answer the command line that runs it."""
-    javac, java = shutil.which("javac"), shutil.which("java")
-    if javac is None or java is None:
-        pytest.skip("javac and java (JDK 17) are needed: apt-get install openjdk-17-jdk-headless")
-    missing = [jar for jar in _JARS if not (_JAVA_DIR / jar).exists()]
-    if missing:
-        pytest.skip(
-            f"{', '.join(missing)} missing from {_JAVA_DIR}: apt-get install libactivemq-java"
-        )
-    classpath = ":".join(str(_JAVA_DIR / jar) for jar in _JARS)
-    out = tmp_path_factory.mktemp("openwire-java")
-    subprocess.run(
-        [javac, "-nowarn", "-d", str(out), "-cp", classpath, str(_SOURCE)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return [java, "-cp", f"{out}:{classpath}", "OpenWireFixtures"]
+    return program([_SOURCE], tmp_path_factory.mktemp("openwire-java"), "OpenWireFixtures")
 
 
 @pytest.fixture(scope="module")

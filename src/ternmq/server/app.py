@@ -66,6 +66,7 @@ from ternmq.server.admission import Admission, PasswordCheck
 from ternmq.server.config import Limits, ListenerConfig, ServerConfig, TlsConfig, load_config
 from ternmq.server.http import HttpFrontend, add_routes, build_frontend
 from ternmq.server.logs import LEVELS, log_event, setup_logging
+from ternmq.server.openwire import OpenWireConnection
 from ternmq.server.stomp import NativeOrStompConnection, StompConnection
 from ternmq.store import Store, describe_store, is_postgres
 from ternmq.store.pg_live import POLL_INTERVAL, LiveLock
@@ -78,10 +79,12 @@ T = TypeVar("T")
 
 # The gateways a listener may serve, by its ``protocol`` (config.LISTENER_PROTOCOLS): each a
 # factory of one connection per accepted socket.
-# The native listener also serves STOMP, told apart by the first octets of a connection.
+# The native listener also serves STOMP and OpenWire, told apart by the first octets of a
+# connection.
 GATEWAYS: Final[Mapping[str, Callable[[ConnectionHost, str], GatewayConnection]]] = {
     "native": NativeOrStompConnection,
     "stomp": StompConnection,
+    "openwire": OpenWireConnection,
 }
 add_routes(stomp_ws_setup)  # STOMP over WebSocket at /stomp on the HTTP listener
 
@@ -385,6 +388,8 @@ class BrokerServer(BrokerHost):
             self.http_addresses.append(address)  # not a messaging URL: kept apart
         elif listener.protocol == "stomp":
             self.stomp_addresses.append(address)  # not a ternmq URL either
+        elif listener.protocol == "openwire":
+            pass  # an ActiveMQ client's URL, not a ternmq one: in the listening log line
         else:
             self.addresses.append(address)
         self._bound.append((listener.protocol, address))
@@ -893,6 +898,13 @@ def build_parser(prog: str = "ternmq serve") -> argparse.ArgumentParser:
         "it off; STOMP is served on --port too)",
     )
     p.add_argument(
+        "--openwire-port",
+        type=int,
+        metavar="N",
+        help="port of an OpenWire-only listener (default none: OpenWire is served on --port; "
+        "0 picks a free one)",
+    )
+    p.add_argument(
         "--http-port",
         type=int,
         metavar="N",
@@ -1018,6 +1030,7 @@ def main(argv: list[str] | None = None) -> int:
             cpu_affinity=args.cpu_affinity,
             stomp_port=args.stomp_port,
             http_port=args.http_port,
+            openwire_port=args.openwire_port,
         )
         pin_to_cpus(config.cpu_affinity)
     except ValueError as exc:

@@ -38,8 +38,8 @@ DEFAULT_HTTP_PORT: Final = 8161
 # The wire protocol a listener serves: the gateways the server has (``app.GATEWAYS``). The
 # OpenWire listener will add its name here (SERVER.md "Listeners and ports"). The HTTP
 # listener is configured by the ``[http]`` table, not ``[[listeners]]``.
-ListenerProtocol = Literal["native", "stomp", "http"]
-LISTENER_PROTOCOLS: Final[tuple[ListenerProtocol, ...]] = ("native", "stomp")
+ListenerProtocol = Literal["native", "stomp", "openwire", "http"]
+LISTENER_PROTOCOLS: Final[tuple[ListenerProtocol, ...]] = ("native", "stomp", "openwire")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,6 +166,8 @@ class Limits:
             ERROR frame.
         stomp_max_transaction_bytes: encoded octets of the SENDs one STOMP transaction may
             hold until COMMIT; one more is refused with an ERROR frame.
+        openwire_max_prefetch: the largest prefetch an OpenWire consumer gets; a larger
+            ``prefetchSize`` (ActiveMQ's topic default is 32766) is lowered to it.
     """
 
     max_connections: int = 1000
@@ -194,6 +196,7 @@ class Limits:
     stomp_max_body: int = 4 * 1024 * 1024
     stomp_max_prefetch: int = 10_000
     stomp_max_transaction_bytes: int = 64 * 1024 * 1024
+    openwire_max_prefetch: int = 32_767
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,6 +239,9 @@ class ServerConfig:
             PERSISTENT (False, the default: NON_PERSISTENT, as in ActiveMQ, Artemis and
             RabbitMQ); for the ``stomp_port`` listener, STOMP over WebSocket, and every
             ``[[listeners]]`` entry that does not set its own.
+        openwire_port: the OpenWire-only listener's port on the first native listener's
+            address (``--openwire-port``; 0 picks a free one). None or -1 (the default):
+            none, OpenWire is served on the main port.
     """
 
     listeners: tuple[ListenerConfig, ...] = (ListenerConfig(),)
@@ -256,6 +262,7 @@ class ServerConfig:
     stomp_port: int | None = None
     http: HttpConfig | None = None
     stomp_persistent_default: bool = False
+    openwire_port: int | None = None
 
     def all_listeners(self) -> tuple[ListenerConfig, ...]:
         """The listeners, then the STOMP-only listener of ``stomp_port`` (unless -1), then
@@ -268,6 +275,11 @@ class ServerConfig:
         port = DEFAULT_STOMP_PORT if self.stomp_port is None else self.stomp_port
         if port != -1:
             out = (*out, ListenerConfig(bind=native_bind, port=port, protocol="stomp"))
+        if self.openwire_port is not None and self.openwire_port != -1:
+            out = (
+                *out,
+                ListenerConfig(bind=native_bind, port=self.openwire_port, protocol="openwire"),
+            )
         http = self.http
         if http is not None and http.enabled:
             bind = http.bind if http.bind is not None else native_bind
@@ -322,6 +334,7 @@ class ServerConfig:
         cpu_affinity: tuple[int, ...] | None = None,
         stomp_port: int | None = None,
         http_port: int | None = None,
+        openwire_port: int | None = None,
     ) -> ServerConfig:
         """This config with command-line values applied: ``bind``/``port`` replace those of
         the first plain-TCP native listener (one is added if there is none); ``http_port``
@@ -363,6 +376,10 @@ class ServerConfig:
             cfg = dataclasses.replace(cfg, cpu_affinity=check_cpus(cpu_affinity, "--cpu-affinity"))
         if stomp_port is not None:
             cfg = dataclasses.replace(cfg, stomp_port=_stomp_port(stomp_port, "--stomp-port"))
+        if openwire_port is not None:
+            cfg = dataclasses.replace(
+                cfg, openwire_port=_stomp_port(openwire_port, "--openwire-port")
+            )
         return cfg
 
 
@@ -385,6 +402,7 @@ _TOP_KEYS: Final = {
     "stomp_port",
     "http",
     "stomp_persistent_default",
+    "openwire_port",
 }
 _OPTIONAL_STR = ("dead_letter_queue", "expiry_queue")
 
@@ -577,6 +595,10 @@ def parse_config(data: Mapping[str, Any]) -> ServerConfig:
     if "cpu_affinity" in data:
         cpus = _convert(data["cpu_affinity"], list[int], "cpu_affinity")
         kw["cpu_affinity"] = check_cpus(tuple(cpus), "config cpu_affinity")
+    if "openwire_port" in data:
+        kw["openwire_port"] = _stomp_port(
+            _convert(data["openwire_port"], int, "openwire_port"), "config openwire_port"
+        )
     if "stomp_port" in data:
         kw["stomp_port"] = _stomp_port(
             _convert(data["stomp_port"], int, "stomp_port"), "config stomp_port"

@@ -80,6 +80,7 @@ from ternmq.server._stomp_mapping import (
 )
 from ternmq.server.logs import log_event
 from ternmq.server.native import NativeConnection
+from ternmq.server.openwire import OpenWireConnection, is_openwire_start
 
 __all__ = ["SHARED_HEADER", "NativeOrStompConnection", "StompConnection", "is_stomp_start"]
 
@@ -837,8 +838,10 @@ def is_stomp_start(data: bytes) -> bool | None:
 
 class NativeOrStompConnection(NativeConnection):
     """A connection of the main (native) listener that hands itself to the STOMP gateway
-    when its first octets are STOMP (``CONNECT``, ``STOMP``, or EOLs before them), as
-    Artemis's acceptors do (SERVER.md "Listeners and ports").
+    when its first octets are STOMP (``CONNECT``, ``STOMP``, or EOLs before them), or to the
+    OpenWire gateway when they are an OpenWire WireFormatInfo frame (a size, type 1, the
+    magic ``ActiveMQ``: :func:`~ternmq.server.openwire.is_openwire_start`), as Artemis's
+    acceptors do (SERVER.md "Listeners and ports"). The one place protocols are detected.
 
     Only the first chunk (or the few octets it takes to tell) is looked at: then the
     instance becomes a :class:`NativeConnection` (its class is swapped), and the transport
@@ -856,7 +859,11 @@ class NativeOrStompConnection(NativeConnection):
         """The first octets: decide which protocol this connection speaks."""
         head = self._head + data if self._head else data
         verdict = is_stomp_start(head)
-        if verdict is None:
+        openwire = is_openwire_start(head)
+        if verdict is None or openwire is None:
+            if len(head) > 64:  # cannot happen: both tell within 16 octets
+                self.fail("the first octets are no protocol this listener speaks")
+                return
             self._head = head  # at most a few octets: a prefix of CONNECT, or EOLs
             return
         self._head = b""
@@ -866,15 +873,20 @@ class NativeOrStompConnection(NativeConnection):
         t = self.transport
         if t is None or t.is_closing():
             return
-        if not verdict:
+        if not verdict and not openwire:
             t.set_protocol(self)
             self.data_received(head)
             return
         self._mark_closed()
         self._cancel_timers()
         self.host.unregister(self)
-        stomp = StompConnection(self.host, self.scheme)
-        stomp.stomp_persistent_default = self.stomp_persistent_default
-        t.set_protocol(stomp)
-        stomp.connection_made(t)
-        stomp.data_received(head)
+        other: GatewayConnection
+        if openwire:
+            other = OpenWireConnection(self.host, self.scheme)
+        else:
+            stomp = StompConnection(self.host, self.scheme)
+            stomp.stomp_persistent_default = self.stomp_persistent_default
+            other = stomp
+        t.set_protocol(other)
+        other.connection_made(t)
+        other.data_received(head)
