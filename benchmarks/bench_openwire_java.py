@@ -85,6 +85,7 @@ def main(argv: list[str] | None = None) -> None:
             with server(("--stomp-port", "-1")) as url:
                 for mode in MODES:
                     rate = run_java(java, url, mode, counts[mode], args.seconds)
+                    print(f"round {i + 1}: ternmq {mode}: {rate:,.0f} msg/s", flush=True)
                     rates.setdefault(("ternmq", mode), []).append(rate)
             kahadb = work / f"kahadb-{i}"
             with reference_broker(java, work / f"activemq-{i}.log", kahadb) as port:
@@ -92,6 +93,7 @@ def main(argv: list[str] | None = None) -> None:
                     rate = run_java(
                         java, f"tcp://127.0.0.1:{port}", mode, counts[mode], args.seconds
                     )
+                    print(f"round {i + 1}: ActiveMQ {mode}: {rate:,.0f} msg/s", flush=True)
                     rates.setdefault(("activemq", mode), []).append(rate)
     print(f"OpenWire, ActiveMQ's Java client, 1 producer -> queue -> 1 consumer, {SIZE} B")
     print(f"{'mode':<16} {'messages':>9} {'ternmq msg/s':>13} {'ActiveMQ msg/s':>15} {'ratio':>6}")
