@@ -149,8 +149,10 @@ Reading = dict[str, dict[str, tuple[str, str]]]
 
 
 def mapping_program(out: pathlib.Path) -> list[str]:
-    """``java/OpenWireMapping.java`` compiled into ``out``: the command that runs it."""
-    return program([SOURCES / "OpenWireMapping.java"], out, "OpenWireMapping")
+    """``java/OpenWireMapping.java`` (with ``OpenWireFixtures.java``, whose wire format and hex
+    helpers it uses) compiled into ``out``: the command that runs it."""
+    sources = [SOURCES / "OpenWireMapping.java", SOURCES / "OpenWireFixtures.java"]
+    return program(sources, out, "OpenWireMapping")
 
 
 def java_produced(java: list[str]) -> dict[str, ow.Message]:

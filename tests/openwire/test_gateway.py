@@ -255,7 +255,9 @@ def test_acks_in_a_rollback_leave_the_delivery_in_flight_a_commit_consumes_it(po
         assert cl.dispatch().message is None  # committed: consumed
 
 
-def test_poison_ack_counts_towards_the_dead_letter_queue(port: int) -> None:
+def test_poison_ack_dead_letters_at_once(port: int) -> None:
+    """The client sends a POISON ack once its own redeliveries are spent (its
+    maximumRedeliveries): the message goes to the dead-letter queue at once, as in ActiveMQ."""
     q = _queue()
     dlq = ow.ActiveMQQueue(physical_name="DLQ")  # the default dead-letter queue
     with _client(port) as cl:
@@ -263,10 +265,11 @@ def test_poison_ack_counts_towards_the_dead_letter_queue(port: int) -> None:
         prod = cl.producer(sess)
         cl.send_text(prod, q, "poison")
         _cid, _ = cl.consume(sess, q)
-        for attempt in range(3):  # max_delivery_attempts = 3
-            d = cl.dispatch()
-            assert _text(d) == "poison" and d.redelivery_counter == attempt
-            cl.ack(d, ack_type=1)
+        d = cl.dispatch()
+        assert _text(d) == "poison" and d.redelivery_counter == 0
+        for _ in range(4):
+            cl.ack(d, ack_type=3)  # REDELIVERED: the client redelivers it itself
+        cl.ack(d, ack_type=1)
         with pytest.raises(TimeoutError):
             cl.dispatch(timeout=0.5)
         _dcid, _ = cl.consume(sess, dlq)

@@ -34,6 +34,17 @@ NOW = 1_764_000_000_000
 P = ow.PType
 QUEUE = ow.ActiveMQQueue(physical_name="orders")
 PRODUCER = ow.ProducerId(connection_id="ID:host-1-2:1", session_id=3, value=4)
+#: The header attributes of a JMS message that OpenWire carries (JMSDestination aside).
+HEADERS = (
+    "_message_id",
+    "_reply_to",
+    "_correlation_id",
+    "_type",
+    "_priority",
+    "_expiration",
+    "_timestamp",
+    "_delivery_mode",
+)
 
 
 def _wire(msg: Message, *, redelivery_counter: int = 0, mid: str | None = None) -> ow.Message:
@@ -208,17 +219,7 @@ def test_every_header_round_trips_through_openwire() -> None:
     sent._properties.pop("JMSXDeliveryCount")
     sent._property_types.pop("JMSXDeliveryCount")
     got = _jms(_wire(sent), now_ms=NOW + 1)
-    for attr in (
-        "_message_id",
-        "_destination",
-        "_reply_to",
-        "_correlation_id",
-        "_type",
-        "_priority",
-        "_expiration",
-        "_timestamp",
-        "_delivery_mode",
-    ):
+    for attr in ("_destination", *HEADERS):
         assert getattr(got, attr) == getattr(sent, attr), attr
     assert got._delivery_time == NOW + 1
     assert got._properties == sent._properties
@@ -779,22 +780,24 @@ def test_java_consumer_reads_a_python_producers_message(java: list[str]) -> None
     }
     reading = java_reads(java, commands)
     got = reading["text"]
-    assert text_of(got, "class") == ("String", "ActiveMQTextMessage")
-    assert text_of(got, "JMSMessageID") == ("String", "ID:py-conn-7")
-    assert text_of(got, "JMSDestination") == ("ActiveMQTopic", "topic://prices")
-    assert text_of(got, "JMSReplyTo") == ("ActiveMQTempQueue", "temp-queue://ID:py-conn:tmp1")
-    assert text_of(got, "JMSCorrelationID") == ("String", "corr-9")
-    assert text_of(got, "JMSType") == ("String", "quote")
-    assert text_of(got, "JMSPriority") == ("Integer", "8")
-    assert text_of(got, "JMSExpiration") == ("Long", str(NOW + 5000))
-    assert text_of(got, "JMSTimestamp") == ("Long", str(NOW - 10))
-    assert text_of(got, "JMSDeliveryMode") == ("Integer", "2")
-    assert text_of(got, "JMSRedelivered") == ("Boolean", "true")
-    assert text_of(got, "JMSXDeliveryCount") == ("Integer", "3")
-    assert text_of(got, "JMSXGroupID") == ("String", "g-1")
-    assert text_of(got, "JMSXGroupSeq") == ("Integer", "12")
-    assert text_of(got, "JMSXUserID") == ("String", "alice")
-    assert text_of(got, "body") == ("String", "from python \U0001f600")
+    assert {k: text_of(got, k) for k in got if not k.startswith("prop:")} == {
+        "class": ("String", "ActiveMQTextMessage"),
+        "JMSMessageID": ("String", "ID:py-conn-7"),
+        "JMSDestination": ("ActiveMQTopic", "topic://prices"),
+        "JMSReplyTo": ("ActiveMQTempQueue", "temp-queue://ID:py-conn:tmp1"),
+        "JMSCorrelationID": ("String", "corr-9"),
+        "JMSType": ("String", "quote"),
+        "JMSPriority": ("Integer", "8"),
+        "JMSExpiration": ("Long", str(NOW + 5000)),
+        "JMSTimestamp": ("Long", str(NOW - 10)),
+        "JMSDeliveryMode": ("Integer", "2"),
+        "JMSRedelivered": ("Boolean", "true"),
+        "JMSXDeliveryCount": ("Integer", "3"),
+        "JMSXGroupID": ("String", "g-1"),
+        "JMSXGroupSeq": ("Integer", "12"),
+        "JMSXUserID": ("String", "alice"),
+        "body": ("String", "from python \U0001f600"),
+    }
     props = {k[5:]: text_of(got, k) for k in got if k.startswith("prop:")}
     assert props == {
         "JMSXAppID": ("String", "app"),
@@ -821,3 +824,51 @@ def test_java_consumer_reads_a_python_producers_message(java: list[str]) -> None
     assert text_of(reading["bytes"], "JMSRedelivered") == ("Boolean", "false")
     # A pickle is not a Java object: Java's getObject() fails, as the docs say.
     assert reading["obj"]["body"][0].startswith("!")
+
+
+# --- hostile input -----------------------------------------------------------------------------
+
+_BODY_TYPES = (
+    ow.ActiveMQMessage,
+    ow.ActiveMQTextMessage,
+    ow.ActiveMQBytesMessage,
+    ow.ActiveMQMapMessage,
+    ow.ActiveMQStreamMessage,
+    ow.ActiveMQObjectMessage,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(_BODY_TYPES),
+    st.binary(max_size=64),
+    st.one_of(st.none(), st.binary(max_size=64)),
+    st.booleans(),
+)
+def test_arbitrary_body_and_property_octets_raise_only_protocol_or_jms_errors(
+    cls: type[ow.Message], content: bytes, props: bytes | None, compressed: bool
+) -> None:
+    cmd = _ow(cls, content=content, marshalled_properties=props, compressed=compressed)
+    try:
+        msg = m.message_from_openwire(cmd, now_ms=NOW, resolve=m.jms_destination, max_body_size=256)
+    except (ow.OpenWireError, MessageFormatException):
+        return
+    # What was accepted maps back to OpenWire without error.
+    m.openwire_message(
+        msg, destination=QUEUE, message_id=m.message_id_of("ID:x-1", 1), redelivery_counter=0
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=30), min_size=1, max_size=20, unique=True))
+def test_any_message_id_text_shows_unchanged_and_keeps_its_own_producer_key(
+    tails: list[str],
+) -> None:
+    keys = set()
+    for tail in tails:
+        text = "ID:" + tail
+        mid = m.message_id_of(text, 0)
+        assert m.message_id_text(mid) == text
+        assert mid.producer_id is not None
+        keys.add((m.producer_id_text(mid.producer_id), mid.producer_sequence_id))
+    assert len(keys) == len(tails)

@@ -1013,7 +1013,7 @@ class Broker:
         outstanding = s.outstanding
         ids = [did for did in req.delivery_ids if did in outstanding]
         entries = [outstanding.pop(did) for did in ids]
-        self._give_back(ids, entries, set(ids))
+        self._give_back(ids, entries, set(ids), poison=req.dead_letter)
         return c.Released(corr=req.corr, delivery_ids=ids)
 
     def _release(self, s: Session, delivered: set[int]) -> list[int]:
@@ -1024,10 +1024,13 @@ class Broker:
         self._give_back(ids, entries, delivered)
         return ids
 
-    def _give_back(self, ids: list[int], entries: list[Entry], delivered: set[int]) -> None:
+    def _give_back(
+        self, ids: list[int], entries: list[Entry], delivered: set[int], *, poison: bool = False
+    ) -> None:
         """Return the deliveries ``ids`` (``entries``, already taken out of their session's
         outstanding) to their queues: those in ``delivered`` as failed attempts (counted, the
-        redelivery policy and the dead-letter queue apply), the others uncounted."""
+        redelivery policy and the dead-letter queue apply; with ``poison`` the dead-letter
+        queue at once), the others uncounted."""
         now = self.clock.now_ms()
         for did, e in zip(ids, entries):
             consumer = e.consumer
@@ -1043,6 +1046,9 @@ class Broker:
                 if e.stored.persistent and q.durable:
                     self._ops.append(SetDeliveryCount(q.key, e.seq, e.count))
                 limit = q.policy.max_delivery_attempts
+                if poison:
+                    self._dead_letter(e, "the client gave up on it (a poison acknowledgement)")
+                    continue
                 if limit != -1 and e.count >= limit:
                     self._dead_letter(e, f"delivery attempts reached max_delivery_attempts={limit}")
                     continue

@@ -231,10 +231,13 @@ class Nack(_Request, frozen=True, kw_only=True, tag=True):
     NACK): each counts towards ``max_delivery_attempts`` (then the dead-letter queue) and
     comes back per the redelivery policy; the session's other deliveries are untouched.
     Replied to with ``Released`` listing the ids taken back (ids no longer outstanding are
-    skipped)."""
+    skipped). With ``dead_letter`` the deliveries go to the dead-letter queue at once, each
+    counted as one more attempt (an OpenWire client's poison acknowledgement: it gave up
+    after its own redeliveries); the last field, so older peers' arrays still decode."""
 
     session_id: int
     delivery_ids: list[int]
+    dead_letter: bool = False
 
 
 class Commit(_Request, frozen=True, kw_only=True, tag=True):

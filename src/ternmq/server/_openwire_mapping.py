@@ -401,9 +401,8 @@ def message_from_openwire(
 
 
 def _java_string_tag(text: str) -> ow.PType:
-    units = (
-        len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF) if not text.isascii() else len(text)
-    )
+    # Java's String.length(): UTF-16 code units (a character outside the BMP counts 2).
+    units = len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
     return ow.PType.STRING if units < _BIG_STRING_UNITS else ow.PType.BIG_STRING
 
 

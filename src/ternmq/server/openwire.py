@@ -28,9 +28,10 @@ ConsumerInfo           ``CreateSession`` n + ``CreateConsumer`` n (one engine se
 message (any type)     ``Send`` on session 1, or on the transaction's session
 MessageAck             DELIVERED: ``Credit`` (the prefetch window slides, as ActiveMQ's
                        prefetch extension); STANDARD/INDIVIDUAL/UNMATCHED: ``Ack`` (held
-                       until COMMIT in a transaction) and ``Credit``; POISON: ``Nack`` (a
-                       failed delivery attempt: ``max_delivery_attempts`` and the dead-letter
-                       queue apply); EXPIRED: ``Expired``; REDELIVERED: counted only
+                       until COMMIT in a transaction) and ``Credit``; POISON: ``Nack`` with
+                       ``dead_letter`` (the client gave up after its own redeliveries: the
+                       dead-letter queue at once, as ActiveMQ does); EXPIRED: ``Expired``;
+                       REDELIVERED: counted only
 MessagePull            ``Pull`` (prefetch 0); nothing within the timeout: a null dispatch
 TransactionInfo        BEGIN: ``CreateSession`` t (transacted); COMMIT_ONE_PHASE: ``Commit``
                        t, the held acks, ``CloseSession`` t; ROLLBACK: ``Rollback`` t and
@@ -765,7 +766,15 @@ class OpenWireConnection(GatewayConnection):
             return made
         if kind == POISON_ACK:
             n = self._settle(consumer, ids)
-            made = self._final(c.Nack(corr=self._corr(), session_id=consumer.sid, delivery_ids=ids))
+            # The client gave up after its own redeliveries: the dead-letter queue at once.
+            made = self._final(
+                c.Nack(
+                    corr=self._corr(),
+                    session_id=consumer.sid,
+                    delivery_ids=ids,
+                    dead_letter=True,
+                )
+            )
             self._grant(consumer, n)
             return made
         if kind == EXPIRED_ACK:

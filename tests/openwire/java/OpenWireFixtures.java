@@ -18,7 +18,7 @@ import org.apache.activemq.util.ByteSequence;
 public class OpenWireFixtures {
     private static final char[] HEX = "0123456789abcdef".toCharArray();
 
-    private static OpenWireFormat format(boolean stackTrace) {
+    static OpenWireFormat format(boolean stackTrace) {  // also used by OpenWireMapping
         OpenWireFormat f = new OpenWireFormat(12);
         f.setTightEncodingEnabled(false);
         f.setCacheEnabled(false);
@@ -37,7 +37,7 @@ public class OpenWireFixtures {
         System.out.println(name + " " + stackTrace + " " + sb);
     }
 
-    private static String hex(byte[] data, int offset, int length) {
+    static String hex(byte[] data, int offset, int length) {  // also used by OpenWireMapping
         StringBuilder sb = new StringBuilder();
         for (int i = offset; i < offset + length; i++) {
             int b = data[i] & 0xff;

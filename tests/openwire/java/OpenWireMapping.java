@@ -1,5 +1,6 @@
 // What a Java JMS producer puts on the wire and what a Java JMS consumer reads, for
-// tests/openwire/test_mapping.py (ternmq's OpenWire <-> JMS message mapping).
+// tests/openwire/test_mapping.py (ternmq's OpenWire <-> JMS message mapping), compiled with
+// OpenWireFixtures.java (its wire format settings and hex helper).
 //
 // "produce": builds messages through the JMS API of ActiveMQ's client (setJMSxxx, the typed
 // property setters, the body setters, as a producer's send leaves them), marshals each with
@@ -25,23 +26,12 @@ import org.apache.activemq.openwire.OpenWireFormat;
 import org.apache.activemq.util.ByteSequence;
 
 public class OpenWireMapping {
-    private static final char[] HEX = "0123456789abcdef".toCharArray();
-
     private static OpenWireFormat format() {
-        OpenWireFormat f = new OpenWireFormat(12);
-        f.setTightEncodingEnabled(false);
-        f.setCacheEnabled(false);
-        f.setSizePrefixDisabled(false);
-        return f;
+        return OpenWireFixtures.format(false);
     }
 
     private static String hex(byte[] data, int offset, int length) {
-        StringBuilder sb = new StringBuilder();
-        for (int i = offset; i < offset + length; i++) {
-            int b = data[i] & 0xff;
-            sb.append(HEX[b >> 4]).append(HEX[b & 0xf]);
-        }
-        return sb.toString();
+        return OpenWireFixtures.hex(data, offset, length);
     }
 
     private static String text(Object value) throws Exception {
