@@ -42,11 +42,11 @@ from openwire._java import (  # noqa: E402 - tests/ goes on sys.path first
 CLIENTS = ROOT / "tests" / "openwire" / "clients"
 SIZE = 256
 MODES = ("non-persistent", "persistent")
-_LINE = re.compile(r"sent (\d+) received (\d+) seconds (\S+) rate (\S+)")
+_LINE = re.compile(r"sent (\d+) received (\d+) seconds (\S+) rate (\S+) sending (\S+)")
 
 
 def run_java(java: list[str], url: str, mode: str, count: int, seconds: int) -> float:
-    """One OpenWireBench run; msg/s (a run that lost messages raises)."""
+    """One OpenWireBench run (printed); msg/s (a run that lost messages raises)."""
     out = subprocess.run(
         [*java, "OpenWireBench", url, mode, str(count), str(seconds), str(SIZE)],
         capture_output=True,
@@ -59,7 +59,13 @@ def run_java(java: list[str], url: str, mode: str, count: int, seconds: int) -> 
     sent, received = int(m.group(1)), int(m.group(2))
     if received != sent:
         raise RuntimeError(f"{url} {mode}: sent {sent}, received {received}")
-    return float(m.group(4))
+    rate, elapsed, sending = float(m.group(4)), float(m.group(3)), float(m.group(5))
+    print(
+        f"  {mode}: {rate:,.0f} msg/s ({received:,} in {elapsed:.1f} s;"
+        f" sends took {sending:.1f} s)",
+        flush=True,
+    )
+    return rate
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -82,11 +88,13 @@ def main(argv: list[str] | None = None) -> None:
         java = [java[0], "-Xmx512m", *java[1:]]
         rates: dict[tuple[str, str], list[float]] = {}
         for i in range(args.repeat):
+            print(f"round {i + 1}: ternmq", flush=True)
             with server(("--stomp-port", "-1")) as url:
                 for mode in MODES:
                     rate = run_java(java, url, mode, counts[mode], args.seconds)
                     rates.setdefault(("ternmq", mode), []).append(rate)
             kahadb = work / f"kahadb-{i}"
+            print(f"round {i + 1}: ActiveMQ", flush=True)
             with reference_broker(java, work / f"activemq-{i}.log", kahadb) as port:
                 for mode in MODES:
                     rate = run_java(

@@ -285,10 +285,14 @@ EXPECTED: dict[str, Any] = {
         "consumed": ["c1|false|1", "c1|true|2", "c2|false|1", None],
         "left_after_commit": [],
     },
-    "temp_queue_request_reply": {
-        "replier_saw": "true|ping",  # JMSReplyTo is a TemporaryQueue
-        "reply": "echo:ping",
-        "correlated": True,
+    # the replier (a connection of its own) sees JMSReplyTo as a TemporaryQueue / TemporaryTopic
+    **{
+        f"temp_{kind}_request_reply": {
+            "replier_saw": "true|ping",
+            "reply": "echo:ping",
+            "correlated": True,
+        }
+        for kind in ("queue", "topic")
     },
     # body | delivered on the session's own thread
     "listener": ["l0|true", "l1|true", "l2|true"],

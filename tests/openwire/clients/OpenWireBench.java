@@ -8,8 +8,9 @@
 // the broker's answer, a non-persistent one does not). A first round of COUNT/10 (at most
 // 2,000) messages warms the JVM up and is not measured. The measured round stops at COUNT
 // messages or after SECONDS, whichever comes first, and prints one line:
-//   sent N received M seconds S rate R
-// with R = M / S, S from the first send to the last receive.
+//   sent N received M seconds S rate R sending T
+// with R = M / S, S from the first send to the last receive, and T the seconds the producer
+// took for its sends (T well below S: the consumer's side is the bottleneck).
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -39,10 +40,12 @@ public final class OpenWireBench {
         round(factory, run + ".warm", persistent, Math.min(2_000, Math.max(1, count / 10)), seconds, body);
         long[] r = round(factory, run, persistent, count, seconds, body);
         double elapsed = r[2] / 1e9;
-        System.out.printf("sent %d received %d seconds %.3f rate %.1f%n", r[0], r[1], elapsed, r[1] / elapsed);
+        System.out.printf("sent %d received %d seconds %.3f rate %.1f sending %.3f%n", r[0], r[1], elapsed,
+                r[1] / elapsed, r[3] / 1e9);
     }
 
-    /** One round: {sent, received, nanoseconds from the first send to the last receive}. */
+    /** One round: {sent, received, nanoseconds from the first send to the last receive,
+     *  nanoseconds the sends took}. */
     static long[] round(ActiveMQConnectionFactory factory, String name, boolean persistent, int count,
             long seconds, String body) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
@@ -81,8 +84,9 @@ public final class OpenWireBench {
                 producer.send(message);
                 sent.incrementAndGet();
             }
+            long sending = System.nanoTime() - first;
             done.await();
-            return new long[] {sent.get(), received.get(), Math.max(1, lastReceive.get() - first)};
+            return new long[] {sent.get(), received.get(), Math.max(1, lastReceive.get() - first), sending};
         } finally {
             producerConnection.close();
             consumerConnection.close();

@@ -47,6 +47,7 @@ import javax.jms.QueueBrowser;
 import javax.jms.Session;
 import javax.jms.StreamMessage;
 import javax.jms.TemporaryQueue;
+import javax.jms.TemporaryTopic;
 import javax.jms.TextMessage;
 import javax.jms.Topic;
 import javax.jms.TopicSubscriber;
@@ -124,7 +125,8 @@ public final class ScenarioRunner {
             case "client_ack_recover": return clientAckRecover();
             case "dups_ok": return dupsOk();
             case "transacted": return transacted();
-            case "temp_queue_request_reply": return tempQueueRequestReply();
+            case "temp_queue_request_reply": return tempRequestReply(false);
+            case "temp_topic_request_reply": return tempRequestReply(true);
             case "listener": return listener();
             case "body_types": return bodyTypes();
             case "priority": return priority();
@@ -442,7 +444,8 @@ public final class ScenarioRunner {
         return out;
     }
 
-    Object tempQueueRequestReply() throws Exception {
+    /** A request with JMSReplyTo a temporary queue (or topic), answered by a replier of its own. */
+    Object tempRequestReply(boolean topic) throws Exception {
         Connection conn = connect();
         String requests = fresh("requests");
         AtomicReference<String> seen = new AtomicReference<>();
@@ -456,7 +459,8 @@ public final class ScenarioRunner {
                 replierReady.countDown();
                 Message request = rc.receive(WAIT);
                 Destination replyTo = request.getJMSReplyTo();
-                seen.set((replyTo instanceof TemporaryQueue) + "|" + text(request));
+                boolean temporary = topic ? replyTo instanceof TemporaryTopic : replyTo instanceof TemporaryQueue;
+                seen.set(temporary + "|" + text(request));
                 TextMessage reply = rs.createTextMessage("echo:" + text(request));
                 reply.setJMSCorrelationID(request.getJMSMessageID());
                 rp.send(replyTo, reply);
@@ -468,7 +472,7 @@ public final class ScenarioRunner {
         replier.start();
         replierReady.await(WAIT, TimeUnit.MILLISECONDS);
         Session s = conn.createSession(false, Session.AUTO_ACKNOWLEDGE);
-        TemporaryQueue replies = s.createTemporaryQueue();
+        Destination replies = topic ? s.createTemporaryTopic() : s.createTemporaryQueue();
         MessageConsumer rc = s.createConsumer(replies);
         TextMessage request = s.createTextMessage("ping");
         request.setJMSReplyTo(replies);
@@ -480,7 +484,11 @@ public final class ScenarioRunner {
         out.put("reply", text(reply));
         out.put("correlated", reply != null && request.getJMSMessageID().equals(reply.getJMSCorrelationID()));
         rc.close();
-        replies.delete();
+        if (topic) {
+            ((TemporaryTopic) replies).delete();
+        } else {
+            ((TemporaryQueue) replies).delete();
+        }
         return out;
     }
 
