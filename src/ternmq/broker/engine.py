@@ -1164,6 +1164,15 @@ class Broker:
             self._record_duplicate_id(dest, send)
         for did in req.delivered:
             e = s.outstanding.pop(did, None)
+            if e is None:  # a delivery of another session of the connection (OpenWire)
+                e = next(
+                    (
+                        o.outstanding.pop(did)
+                        for o in conn.sessions.values()
+                        if did in o.outstanding
+                    ),
+                    None,
+                )
             if e is not None:
                 self.finish(e)
         return c.Ok(corr=req.corr)

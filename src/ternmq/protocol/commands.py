@@ -242,7 +242,10 @@ class Nack(_Request, frozen=True, kw_only=True, tag=True):
 
 class Commit(_Request, frozen=True, kw_only=True, tag=True):
     """Commit the session's transaction: its sends become visible and the deliveries in
-    ``delivered`` (consumed in the transaction) are acknowledged, atomically."""
+    ``delivered`` (consumed in the transaction) are acknowledged, atomically. A delivery id
+    is connection-wide: one of another session of the connection is acknowledged too (the
+    OpenWire gateway gives each consumer a session of its own, and a transaction spans
+    them)."""
 
     session_id: int
     delivered: list[int] = msgspec.field(default_factory=list)

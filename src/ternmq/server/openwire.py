@@ -34,7 +34,8 @@ MessageAck             DELIVERED: ``Credit`` (the prefetch window slides, as Act
                        REDELIVERED: counted only
 MessagePull            ``Pull`` (prefetch 0); nothing within the timeout: a null dispatch
 TransactionInfo        BEGIN: ``CreateSession`` t (transacted); COMMIT_ONE_PHASE: ``Commit``
-                       t, the held acks, ``CloseSession`` t; ROLLBACK: ``Rollback`` t and
+                       t with the held acks as its ``delivered`` (one atomic commit), then
+                       ``CloseSession`` t; ROLLBACK: ``Rollback`` t and
                        ``CloseSession`` t (rolled-back deliveries stay in flight: the client
                        redelivers them itself); END, FORGET: answered; XA: refused
 RemoveInfo             consumer: ``CloseSession`` n with the deliveries up to
@@ -875,13 +876,14 @@ class OpenWireConnection(GatewayConnection):
             raise JMSException(f"no transaction {tid.value} is open: BEGIN it first")
         tx = ended
         if kind == _COMMIT_ONE_PHASE:
-            self._request(c.Commit(corr=self._corr(), session_id=tx.sid))
+            # The sends and the acks of the consumers' sessions in one engine commit (one
+            # store batch): atomic, as a JMS transaction is.
+            delivered: list[int] = []
             for consumer, ids in tx.acks:
                 if self._by_sid.get(consumer.sid) is consumer:
                     self._settle(consumer, ids)  # their credit came back with the ack
-                    self._request(
-                        c.Ack(corr=self._corr(), session_id=consumer.sid, delivery_ids=ids)
-                    )
+                    delivered.extend(ids)
+            self._request(c.Commit(corr=self._corr(), session_id=tx.sid, delivered=delivered))
             return self._final(c.CloseSession(corr=self._corr(), session_id=tx.sid))
         if kind == _ROLLBACK:
             # The client redelivers the rolled-back deliveries itself: they stay in flight.
