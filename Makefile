@@ -56,9 +56,10 @@ lint: $(SPARK)
 typecheck: $(SPARK)
 	$(VENV)/bin/mypy
 
-# The suite on TEST_WORKERS processes (pytest-xdist; a test file stays on one worker, so its
-# module fixtures are set up once); TEST_WORKERS=0 runs it in this process.
-TEST_WORKERS ?= 2
+# TEST_WORKERS=2 runs the suite on two processes (pytest-xdist, a test file per worker);
+# the default, 0, runs it in this process (the PostgreSQL tests stop and cut the shared test
+# database server, which a second worker's tests would feel).
+TEST_WORKERS ?= 0
 unit: $(SPARK) sysdeps $(JSDEPS)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 

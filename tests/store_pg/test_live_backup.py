@@ -228,7 +228,8 @@ def test_a_live_whose_lock_session_is_terminated_stops_serving_and_the_backup_ta
                 row[0]
                 for row in db.execute(
                     "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted "
-                    "AND classid = %s AND objid = %s",
+                    "AND classid = %s AND objid = %s AND database = "
+                    "(SELECT oid FROM pg_database WHERE datname = current_database())",
                     (LIVE_LOCK >> 32, LIVE_LOCK & 0xFFFFFFFF),
                 )
             ]
