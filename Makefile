@@ -56,10 +56,9 @@ lint: $(SPARK)
 typecheck: $(SPARK)
 	$(VENV)/bin/mypy
 
-# TEST_WORKERS=2 runs the suite on two processes (pytest-xdist, a test file per worker);
-# the default, 0, runs it in this process (the PostgreSQL tests stop and cut the shared test
-# database server, which a second worker's tests would feel).
-TEST_WORKERS ?= 0
+# The suite runs on two processes (pytest-xdist, a test file at a time per worker; each worker
+# has its own PostgreSQL test server). TEST_WORKERS=0 runs it in this process.
+TEST_WORKERS ?= 2
 unit: $(SPARK) sysdeps $(JSDEPS)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 

@@ -13,6 +13,7 @@ away and bring it back (the database-loss tests).
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pathlib
@@ -192,11 +193,11 @@ def start_postgres(directory: pathlib.Path) -> PgServer:
     return server
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PgServer]:
-    """A PostgreSQL server for the whole session (see the module doc), in a directory of its
-    own under the system's temporary directory (pytest's are private to root: the
-    ``postgres`` user could not enter them), removed at the end."""
+@contextlib.contextmanager
+def _running_postgres() -> Iterator[PgServer]:
+    """A running :class:`PgServer` in a directory of its own under the system's temporary
+    directory (pytest's are private to root: the ``postgres`` user could not enter them),
+    stopped and removed on the way out."""
     directory = pathlib.Path(tempfile.mkdtemp(prefix="ternmq-pg-"))
     try:
         server = start_postgres(directory)
@@ -206,6 +207,24 @@ def postgres_server() -> Iterator[PgServer]:
             server.stop()
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PgServer]:
+    """A PostgreSQL server for the whole session (see the module doc). Tests must not stop
+    it or cut connections other than their own database's: other tests (and, under
+    pytest-xdist, warm conformance servers of the same worker) use it at the same time. A
+    test that takes the whole server down uses :func:`private_postgres`."""
+    with _running_postgres() as server:
+        yield server
+
+
+@pytest.fixture
+def private_postgres() -> Iterator[PgServer]:
+    """A PostgreSQL server of this test's own, for tests that stop or restart the server
+    itself (an outage): the session's server stays up for everyone else."""
+    with _running_postgres() as server:
+        yield server
 
 
 @pytest.fixture

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-from _postgres import pg_url, postgres_server
+from _postgres import pg_url, postgres_server, private_postgres
 
-__all__ = ["pg_url", "postgres_server"]  # fixtures: a real PostgreSQL (tests/_postgres.py)
+# fixtures: a real PostgreSQL (tests/_postgres.py)
+__all__ = ["pg_url", "postgres_server", "private_postgres"]
 
 # CI runs derandomized so a red build is reproducible; locally, random exploration.
 settings.register_profile(

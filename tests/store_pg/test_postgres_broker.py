@@ -198,7 +198,7 @@ class _Load:
 
 
 def test_postgresql_stopped_under_load_refuses_sends_and_resumes_losing_nothing(
-    tmp_path: pathlib.Path, postgres_server: PgServer, pg_url: str
+    tmp_path: pathlib.Path, private_postgres: PgServer
 ) -> None:
     """The database going away: PostgreSQL is stopped for DOWN seconds while a producer sends
     persistent messages to ``ternmq serve`` over tcp://; then started again. Sends during the
@@ -206,10 +206,11 @@ def test_postgresql_stopped_under_load_refuses_sends_and_resumes_losing_nothing(
     connection stays usable), sends succeed again once it is back, and every send that
     returned is consumed exactly once afterwards (a failed send may or may not be there: it
     is in doubt only if the connection broke during its commit)."""
+    pg_url = private_postgres.new_database()  # its own server: the outage stops it
     server = Server(tmp_path, tmp_path / "unused", pg_url)
     load = _Load(server.url)
     try:
-        _outage(postgres_server, lambda: len(load.ok), 50, load.failed)
+        _outage(private_postgres, lambda: len(load.ok), 50, load.failed)
         before = len(load.ok)
         assert load.wait_for(before, WAIT + RECONNECT_WAIT), (
             f"no send succeeded after PostgreSQL came back; last errors: "
@@ -224,8 +225,8 @@ def test_postgresql_stopped_under_load_refuses_sends_and_resumes_losing_nothing(
         got = _drain(server.url, "LOAD")
     finally:
         load.stop.set()
-        if postgres_server.proc is None:  # a failure while it was down: bring it back
-            postgres_server.start()
+        if private_postgres.proc is None:  # a failure while it was down: bring it back
+            private_postgres.start()
         server.kill()
     load.check(got, in_doubt=2)
 
@@ -275,12 +276,13 @@ def test_the_brokers_connections_terminated_mid_batch_fail_that_batch_only(
 
 
 def test_postgresql_stopped_under_consumers_loses_no_acknowledgement(
-    tmp_path: pathlib.Path, postgres_server: PgServer, pg_url: str
+    tmp_path: pathlib.Path, private_postgres: PgServer
 ) -> None:
     """The database going away under a transacted consumer: commits during the outage fail
     with a JMSException (the store is unavailable), commits succeed again once PostgreSQL is
     back. After a restart of the server on the database, no message whose receive was
     committed comes back, and every other one is there, once (TX-02, REL-05)."""
+    pg_url = private_postgres.new_database()  # its own server: the outage stops it
     texts = [f"m{i}" for i in range(300)]
     server = Server(tmp_path, tmp_path / "unused", pg_url)
     committed: list[str] = []
@@ -316,7 +318,7 @@ def test_postgresql_stopped_under_consumers_loses_no_acknowledgement(
     try:
         _send(server.url, "ACK", texts, transacted=True)
         thread.start()
-        _outage(postgres_server, lambda: len(committed), 20, failures)
+        _outage(private_postgres, lambda: len(committed), 20, failures)
         up_again.set()
         # the consumer may have used up the queue in failed commits: give it more, once the
         # store takes transactions again
@@ -340,8 +342,8 @@ def test_postgresql_stopped_under_consumers_loses_no_acknowledgement(
         assert all("unavailable" in f or "store" in f for f in failures), failures[:3]
     finally:
         stop.set()
-        if postgres_server.proc is None:
-            postgres_server.start()
+        if private_postgres.proc is None:
+            private_postgres.start()
         server.kill()
     server = Server(tmp_path, tmp_path / "unused", pg_url)
     try:
