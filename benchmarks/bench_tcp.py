@@ -11,6 +11,8 @@ each; the server is a separate process on a fresh data directory, fsync "always"
                  (transport/tcp.py "lazy" frames); also with a DUPS_OK_ACKNOWLEDGE consumer,
                  whose acknowledgements are batched too (AUTO_ACKNOWLEDGE writes one per
                  message: REL-05)
+                 "2 processes": the default pipelined sends with the consumer in a process
+                 of its own (the issue's tcp 1->1 target), not a thread of this one
   persistent x1  PERSISTENT synchronous sends from 1 producer (receipt after fsync)
   persistent x64 the same from 64 producer threads, one connection each (group commit
                  shares the fsyncs)
@@ -137,6 +139,50 @@ def run_queue(
             producer.send(session.create_text_message(BODY))
         t.join(LIMIT_S)
     return count / (done[0] - start)
+
+
+def run_queue_procs(url: str, count: int) -> float:
+    """1 -> 1 NON_PERSISTENT with the defaults, the consumer in a process of its own (as a
+    user's producer and consumer would be): messages/s, first send to last receive (both
+    processes read ``time.perf_counter``, the system-wide monotonic clock on Linux)."""
+    q = _name()
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--consume-only", url, q, str(count)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        if proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("the consumer process did not start")
+        with ConnectionFactory(url).create_connection() as conn:
+            session = conn.create_session()
+            producer = session.create_producer(Queue(q))
+            producer.delivery_mode = DeliveryMode.NON_PERSISTENT
+            start = time.perf_counter()
+            for _ in range(count):
+                producer.send(session.create_text_message(BODY))
+            done = float(proc.stdout.readline())
+        return count / (done - start)
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def _consume_only(url: str, queue: str, count: int) -> None:
+    """The consumer process of :func:`run_queue_procs`: says ``ready``, then prints the time
+    its last message arrived."""
+    ready, done = threading.Event(), []
+    t = threading.Thread(
+        target=consume, args=(ConnectionFactory(url), Queue(queue), count, ready, done)
+    )
+    t.start()
+    ready.wait(10)
+    print("ready", flush=True)
+    t.join(LIMIT_S + 5)
+    print(done[0] if done else "nan", flush=True)
 
 
 def run_persistent(factory: ConnectionFactory, producers: int, per_producer: int) -> float:
@@ -364,7 +410,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--pin", action="store_true", help="server on the last CPU, clients on the first"
     )
+    ap.add_argument("--consume-only", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.consume_only:
+        url, queue, count = args.consume_only
+        _consume_only(url, queue, int(count))
+        return
     extra: tuple[str, ...] = ()
     server_cpu = -1
     if args.pin:
@@ -393,6 +444,7 @@ def main(argv: list[str] | None = None) -> None:
         scenarios = {
             "np 1->1 (sync sends)": lambda: run_queue(factory, args.count),
             "np 1->1 (pipelined sends)": lambda: run_queue(pipelined, args.count * 3),
+            "np 1->1 (pipelined, 2 processes)": lambda: run_queue_procs(url, args.count * 3),
             "np 1->1 (pipelined, DUPS_OK)": lambda: run_queue(
                 pipelined, args.count * 3, Session.DUPS_OK_ACKNOWLEDGE
             ),
