@@ -42,14 +42,17 @@ across CPUs costs ~20 us, on the same CPU ~5 us).
 Run: .venv/bin/python benchmarks/bench_tcp.py [--count N] [--repeat R] [--latency-seconds S]
      [--pin] [--only TEXT]   (e.g. --only persistent: the scenarios whose name contains TEXT, no
                       latency run unless TEXT is in "latency")
-Prints the median of R runs for each throughput scenario. Bounded: about a minute with the
-defaults, and every run stops after 60 s.
+Prints the median of R runs for each throughput scenario, and the server process's CPU time
+(user + system, /proc) per message of the scenario (per message published for the topic rows;
+with the drain of what the persistent rows sent), which the load of other work moves less.
+Bounded: about a minute with the defaults, and every run stops after 60 s.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 import socket
 import statistics
@@ -59,7 +62,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from _common import BODY, LIMIT_S, consume, cpus, pin_self
 from ternmq import ConnectionFactory, DeliveryMode, Queue, Session, Topic
@@ -67,10 +70,20 @@ from ternmq import ConnectionFactory, DeliveryMode, Queue, Session, Topic
 SENT_AT = "bench_sent_ns"
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time that process ``pid`` has used so far (``/proc/PID/stat``)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+SERVER_PID: list[int] = []  # the running server's pid, for its CPU time
+
+
 @contextlib.contextmanager
 def server(extra: tuple[str, ...] = ()) -> Iterator[str]:
     """A ``ternmq serve --port 0 [extra...]`` subprocess on a temporary data dir; yields its
-    URL."""
+    URL (its pid is ``SERVER_PID[-1]`` meanwhile)."""
     with tempfile.TemporaryDirectory(prefix="ternmq-bench-") as data:
         proc = subprocess.Popen(
             [
@@ -97,8 +110,11 @@ def server(extra: tuple[str, ...] = ()) -> Iterator[str]:
             m = re.match(r"ternmq listening on (\S+)", line)
             if m is None:
                 raise RuntimeError(f"ternmq serve did not start: {line!r}")
+            SERVER_PID.append(proc.pid)
             yield m.group(1)
         finally:
+            if SERVER_PID:
+                SERVER_PID.pop()
             proc.terminate()
             try:
                 proc.wait(10)
@@ -441,31 +457,46 @@ def main(argv: list[str] | None = None) -> None:
         factory = ConnectionFactory(url, block_on_non_persistent_send=True)
         pipelined = ConnectionFactory(url)  # the default
         print(f"server: ternmq serve at {url} (python {sys.version.split()[0]})")
-        scenarios = {
-            "np 1->1 (sync sends)": lambda: run_queue(factory, args.count),
-            "np 1->1 (pipelined sends)": lambda: run_queue(pipelined, args.count * 3),
-            "np 1->1 (pipelined, 2 processes)": lambda: run_queue_procs(url, args.count * 3),
-            "np 1->1 (pipelined, DUPS_OK)": lambda: run_queue(
-                pipelined, args.count * 3, Session.DUPS_OK_ACKNOWLEDGE
+        n = args.count
+        scenarios: dict[str, tuple[int, Callable[[], float]]] = {
+            "np 1->1 (sync sends)": (n, lambda: run_queue(factory, n)),
+            "np 1->1 (pipelined sends)": (3 * n, lambda: run_queue(pipelined, 3 * n)),
+            "np 1->1 (pipelined, 2 processes)": (3 * n, lambda: run_queue_procs(url, 3 * n)),
+            "np 1->1 (pipelined, DUPS_OK)": (
+                3 * n,
+                lambda: run_queue(pipelined, 3 * n, Session.DUPS_OK_ACKNOWLEDGE),
             ),
-            "persistent x1 (sync sends)": lambda: run_persistent(factory, 1, args.count // 10),
-            "persistent x64 (sync sends)": lambda: run_persistent(factory, 64, args.count // 100),
-            "persistent x64, one connection": lambda: run_shared(
-                factory, 64, args.count // 100, DeliveryMode.PERSISTENT
+            "persistent x1 (sync sends)": (n // 10, lambda: run_persistent(factory, 1, n // 10)),
+            "persistent x64 (sync sends)": (
+                64 * (n // 100),
+                lambda: run_persistent(factory, 64, n // 100),
             ),
-            "np x64 threads, one connection": lambda: run_shared(factory, 64, args.count // 64),
-            "topic 1->4 (published/s)": lambda: run_topic(factory, args.count // 4),
-            "topic 1->4 pipelined (pub/s)": lambda: run_topic(pipelined, args.count),
+            "persistent x64, one connection": (
+                64 * (n // 100),
+                lambda: run_shared(factory, 64, n // 100, DeliveryMode.PERSISTENT),
+            ),
+            "np x64 threads, one connection": (
+                64 * (n // 64),
+                lambda: run_shared(factory, 64, n // 64),
+            ),
+            "topic 1->4 (published/s)": (n // 4, lambda: run_topic(factory, n // 4)),
+            "topic 1->4 pipelined (pub/s)": (n, lambda: run_topic(pipelined, n)),
         }
-        for name, fn in scenarios.items():
+        pid = SERVER_PID[-1]
+        for name, (messages, fn) in scenarios.items():
             if args.only not in name:
                 continue
-            rates = [fn() for _ in range(args.repeat)]
+            rates, cpu = [], []
+            for _ in range(args.repeat):
+                before = cpu_seconds(pid)
+                rates.append(fn())
+                cpu.append((cpu_seconds(pid) - before) / messages * 1e6)
             median = statistics.median(rates)
             versus = f"  = {median / floor:.2f} x the durable echo" if "x1" in name else ""
             print(
                 f"{name:30s} median {median:>8,.0f} msg/s  "
-                f"(min {min(rates):,.0f}, max {max(rates):,.0f}, n={args.repeat}){versus}"
+                f"(min {min(rates):,.0f}, max {max(rates):,.0f}, n={args.repeat}), "
+                f"server CPU {statistics.median(cpu):.1f} us/msg{versus}"
             )
         if args.only not in "latency":
             return
