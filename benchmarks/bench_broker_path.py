@@ -12,6 +12,10 @@ repeat to within a few percent:
   store _apply  ``SqliteStore.apply`` of ``--group`` one-message batches in one transaction,
                 ``fsync="batch"`` with a long interval (SQLite's work and the writer's
                 Python, without the fsync)
+  np reads      the engine's work for NON_PERSISTENT 1 -> 1 over the native protocol, no
+                socket: quiet sends ``--read`` to a read, the consumer's quiet AUTO acks of
+                what was delivered likewise; "handle" hands each request to
+                ``Broker.handle``, "batch" each read to ``Broker.handle_batch``
 
 Not included: the client (encoding, the JMS API), the writer thread's hand-offs and the
 context switches of many producer threads, which make up most of the ~55-90 us of CPU a
@@ -30,10 +34,13 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from ternmq import EmbeddedBroker
+from ternmq.broker.config import BrokerConfig
+from ternmq.broker.engine import Broker, BrokerConnection
 from ternmq.protocol import commands as c
-from ternmq.store import AddMessage, Op, Recovered
+from ternmq.store import AddMessage, MemoryStore, Op, Recovered
 from ternmq.store._base import Completion
 from ternmq.store.sqlite import SqliteStore
 from ternmq.transport._pending import PendingReply
@@ -121,6 +128,54 @@ def engine_path(count: int, group: int) -> Callable[[], float]:
     return run
 
 
+def engine_reads(count: int, per_read: int, batched: bool) -> Callable[[], float]:
+    """The native server's engine work for NON_PERSISTENT 1 -> 1 traffic, without a socket:
+    a producer's quiet sends arrive ``per_read`` to a read, the consumer's quiet AUTO acks of
+    what was delivered likewise, with a credit grant; each read goes to
+    ``Broker.handle_batch`` (``batched``) or to ``Broker.handle`` once per request. Returns a
+    function that times ``count`` messages and gives microseconds per message (send,
+    delivery, ack)."""
+    broker = Broker(BrokerConfig(), MemoryStore())
+    delivered: list[c.Command] = []
+    producer = broker.connect(lambda cmd: None)
+    consumer = broker.connect(delivered.append)
+    for conn in (producer, consumer):
+        broker.handle(conn, c.Connect(corr=1))
+        broker.handle(conn, c.CreateSession(corr=2, session_id=1))
+    broker.handle(
+        consumer,
+        c.CreateConsumer(
+            corr=3, session_id=1, consumer_id=1, destination="queue://b", prefetch=per_read * 4
+        ),
+    )
+    delivered.clear()
+    send = c.Send(session_id=1, destination="queue://b", message=BODY, persistent=False, quiet=True)
+    sends = [send] * per_read
+
+    def feed(conn: BrokerConnection, reqs: list[c.Request]) -> None:
+        if batched:
+            broker.handle_batch(conn, reqs)
+        else:
+            for req in reqs:
+                broker.handle(conn, req)
+
+    def run() -> float:
+        start = time.perf_counter()
+        for _ in range(count // per_read):
+            feed(producer, sends)  # type: ignore[arg-type]
+            acks: list[c.Request] = [
+                c.Ack(session_id=1, delivery_ids=[cast(c.Deliver, d).delivery_id])
+                for d in delivered
+            ]
+            delivered.clear()
+            acks.append(c.Credit(consumer_id=1, messages=len(acks)))  # as the client renews
+            feed(consumer, acks)
+        return (time.perf_counter() - start) / (count // per_read * per_read) * 1e6
+
+    run.close = broker.shutdown  # type: ignore[attr-defined]
+    return run
+
+
 def store_apply(count: int, group: int, parent: str) -> Callable[[], float]:
     """A :class:`SqliteStore` in ``parent``; returns a function that times ``count`` messages
     written in transactions of ``group`` one-message batches."""
@@ -149,14 +204,19 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--count", type=int, default=20_000, help="messages per run")
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--group", type=int, default=20, help="sends per group commit")
+    ap.add_argument("--read", type=int, default=64, help="requests per read (np reads)")
     args = ap.parse_args(argv)
     parent = tempfile.mkdtemp(prefix="ternmq-bench-path-")
     try:
         print(f"{'piece':16s} {'best us/msg':>12s} {'median':>8s}   (group of {args.group})")
-        for name, make in (
+        pieces: list[tuple[str, Callable[[], Callable[[], float]]]] = [
             ("engine + vm", lambda: engine_path(args.count, args.group)),
             ("store _apply", lambda: store_apply(args.count, args.group, parent)),
-        ):
+            ("np reads, handle", lambda: engine_reads(args.count, args.read, False)),
+        ]
+        if hasattr(Broker, "handle_batch"):  # (an older tree has only handle)
+            pieces.append(("np reads, batch", lambda: engine_reads(args.count, args.read, True)))
+        for name, make in pieces:
             run = make()
             try:
                 run()  # warm-up

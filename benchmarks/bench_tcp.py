@@ -11,6 +11,8 @@ each; the server is a separate process on a fresh data directory, fsync "always"
                  (transport/tcp.py "lazy" frames); also with a DUPS_OK_ACKNOWLEDGE consumer,
                  whose acknowledgements are batched too (AUTO_ACKNOWLEDGE writes one per
                  message: REL-05)
+                 "2 processes": the default pipelined sends with the consumer in a process
+                 of its own (the issue's tcp 1->1 target), not a thread of this one
   persistent x1  PERSISTENT synchronous sends from 1 producer (receipt after fsync)
   persistent x64 the same from 64 producer threads, one connection each (group commit
                  shares the fsyncs)
@@ -40,14 +42,17 @@ across CPUs costs ~20 us, on the same CPU ~5 us).
 Run: .venv/bin/python benchmarks/bench_tcp.py [--count N] [--repeat R] [--latency-seconds S]
      [--pin] [--only TEXT]   (e.g. --only persistent: the scenarios whose name contains TEXT, no
                       latency run unless TEXT is in "latency")
-Prints the median of R runs for each throughput scenario. Bounded: about a minute with the
-defaults, and every run stops after 60 s.
+Prints the median of R runs for each throughput scenario, and the server process's CPU time
+(user + system, /proc) per message of the scenario (per message published for the topic rows;
+with the drain of what the persistent rows sent), which the load of other work moves less.
+Bounded: about a minute with the defaults, and every run stops after 60 s.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 import socket
 import statistics
@@ -57,7 +62,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from _common import BODY, LIMIT_S, consume, cpus, pin_self
 from ternmq import ConnectionFactory, DeliveryMode, Queue, Session, Topic
@@ -65,10 +70,20 @@ from ternmq import ConnectionFactory, DeliveryMode, Queue, Session, Topic
 SENT_AT = "bench_sent_ns"
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time that process ``pid`` has used so far (``/proc/PID/stat``)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+SERVER_PID: list[int] = []  # the running server's pid, for its CPU time
+
+
 @contextlib.contextmanager
 def server(extra: tuple[str, ...] = ()) -> Iterator[str]:
     """A ``ternmq serve --port 0 [extra...]`` subprocess on a temporary data dir; yields its
-    URL."""
+    URL (its pid is ``SERVER_PID[-1]`` meanwhile)."""
     with tempfile.TemporaryDirectory(prefix="ternmq-bench-") as data:
         proc = subprocess.Popen(
             [
@@ -95,8 +110,11 @@ def server(extra: tuple[str, ...] = ()) -> Iterator[str]:
             m = re.match(r"ternmq listening on (\S+)", line)
             if m is None:
                 raise RuntimeError(f"ternmq serve did not start: {line!r}")
+            SERVER_PID.append(proc.pid)
             yield m.group(1)
         finally:
+            if SERVER_PID:
+                SERVER_PID.pop()
             proc.terminate()
             try:
                 proc.wait(10)
@@ -137,6 +155,50 @@ def run_queue(
             producer.send(session.create_text_message(BODY))
         t.join(LIMIT_S)
     return count / (done[0] - start)
+
+
+def run_queue_procs(url: str, count: int) -> float:
+    """1 -> 1 NON_PERSISTENT with the defaults, the consumer in a process of its own (as a
+    user's producer and consumer would be): messages/s, first send to last receive (both
+    processes read ``time.perf_counter``, the system-wide monotonic clock on Linux)."""
+    q = _name()
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--consume-only", url, q, str(count)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        if proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("the consumer process did not start")
+        with ConnectionFactory(url).create_connection() as conn:
+            session = conn.create_session()
+            producer = session.create_producer(Queue(q))
+            producer.delivery_mode = DeliveryMode.NON_PERSISTENT
+            start = time.perf_counter()
+            for _ in range(count):
+                producer.send(session.create_text_message(BODY))
+            done = float(proc.stdout.readline())
+        return count / (done - start)
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def _consume_only(url: str, queue: str, count: int) -> None:
+    """The consumer process of :func:`run_queue_procs`: says ``ready``, then prints the time
+    its last message arrived."""
+    ready, done = threading.Event(), []
+    t = threading.Thread(
+        target=consume, args=(ConnectionFactory(url), Queue(queue), count, ready, done)
+    )
+    t.start()
+    ready.wait(10)
+    print("ready", flush=True)
+    t.join(LIMIT_S + 5)
+    print(done[0] if done else "nan", flush=True)
 
 
 def run_persistent(factory: ConnectionFactory, producers: int, per_producer: int) -> float:
@@ -364,7 +426,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--pin", action="store_true", help="server on the last CPU, clients on the first"
     )
+    ap.add_argument("--consume-only", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.consume_only:
+        url, queue, count = args.consume_only
+        _consume_only(url, queue, int(count))
+        return
     extra: tuple[str, ...] = ()
     server_cpu = -1
     if args.pin:
@@ -390,30 +457,46 @@ def main(argv: list[str] | None = None) -> None:
         factory = ConnectionFactory(url, block_on_non_persistent_send=True)
         pipelined = ConnectionFactory(url)  # the default
         print(f"server: ternmq serve at {url} (python {sys.version.split()[0]})")
-        scenarios = {
-            "np 1->1 (sync sends)": lambda: run_queue(factory, args.count),
-            "np 1->1 (pipelined sends)": lambda: run_queue(pipelined, args.count * 3),
-            "np 1->1 (pipelined, DUPS_OK)": lambda: run_queue(
-                pipelined, args.count * 3, Session.DUPS_OK_ACKNOWLEDGE
+        n = args.count
+        scenarios: dict[str, tuple[int, Callable[[], float]]] = {
+            "np 1->1 (sync sends)": (n, lambda: run_queue(factory, n)),
+            "np 1->1 (pipelined sends)": (3 * n, lambda: run_queue(pipelined, 3 * n)),
+            "np 1->1 (pipelined, 2 processes)": (3 * n, lambda: run_queue_procs(url, 3 * n)),
+            "np 1->1 (pipelined, DUPS_OK)": (
+                3 * n,
+                lambda: run_queue(pipelined, 3 * n, Session.DUPS_OK_ACKNOWLEDGE),
             ),
-            "persistent x1 (sync sends)": lambda: run_persistent(factory, 1, args.count // 10),
-            "persistent x64 (sync sends)": lambda: run_persistent(factory, 64, args.count // 100),
-            "persistent x64, one connection": lambda: run_shared(
-                factory, 64, args.count // 100, DeliveryMode.PERSISTENT
+            "persistent x1 (sync sends)": (n // 10, lambda: run_persistent(factory, 1, n // 10)),
+            "persistent x64 (sync sends)": (
+                64 * (n // 100),
+                lambda: run_persistent(factory, 64, n // 100),
             ),
-            "np x64 threads, one connection": lambda: run_shared(factory, 64, args.count // 64),
-            "topic 1->4 (published/s)": lambda: run_topic(factory, args.count // 4),
-            "topic 1->4 pipelined (pub/s)": lambda: run_topic(pipelined, args.count),
+            "persistent x64, one connection": (
+                64 * (n // 100),
+                lambda: run_shared(factory, 64, n // 100, DeliveryMode.PERSISTENT),
+            ),
+            "np x64 threads, one connection": (
+                64 * (n // 64),
+                lambda: run_shared(factory, 64, n // 64),
+            ),
+            "topic 1->4 (published/s)": (n // 4, lambda: run_topic(factory, n // 4)),
+            "topic 1->4 pipelined (pub/s)": (n, lambda: run_topic(pipelined, n)),
         }
-        for name, fn in scenarios.items():
+        pid = SERVER_PID[-1]
+        for name, (messages, fn) in scenarios.items():
             if args.only not in name:
                 continue
-            rates = [fn() for _ in range(args.repeat)]
+            rates, cpu = [], []
+            for _ in range(args.repeat):
+                before = cpu_seconds(pid)
+                rates.append(fn())
+                cpu.append((cpu_seconds(pid) - before) / messages * 1e6)
             median = statistics.median(rates)
             versus = f"  = {median / floor:.2f} x the durable echo" if "x1" in name else ""
             print(
                 f"{name:30s} median {median:>8,.0f} msg/s  "
-                f"(min {min(rates):,.0f}, max {max(rates):,.0f}, n={args.repeat}){versus}"
+                f"(min {min(rates):,.0f}, max {max(rates):,.0f}, n={args.repeat}), "
+                f"server CPU {statistics.median(cpu):.1f} us/msg{versus}"
             )
         if args.only not in "latency":
             return

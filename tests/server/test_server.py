@@ -517,6 +517,38 @@ def test_a_disconnect_waits_for_held_quiet_sends_then_closes(serve: Serve) -> No
         assert rest[0].corr == cl.corr  # type: ignore[union-attr]
 
 
+def test_one_read_of_requests_is_answered_in_order_and_a_disconnect_ends_it(serve: Serve) -> None:
+    """The requests of one read go to the broker in one entry: each is answered in order (an
+    error answers its own request only), and those after a Disconnect are not processed: the
+    server answers the Disconnect and closes the connection."""
+    server = serve()
+    with Raw(server.port) as cl:
+        assert isinstance(cl.connect(), c.Connected)
+        msg = text_message("one read")
+        reqs: list[c.Request] = [
+            c.CreateSession(corr=10, session_id=1),
+            c.Send(corr=11, session_id=1, destination="queue://batch", message=msg),
+            c.CreateSession(corr=12, session_id=1),  # already open: an error
+            c.Send(corr=13, session_id=1, destination="queue://batch", message=msg),
+            c.Disconnect(corr=14),
+            c.CreateSession(corr=15, session_id=2),  # after the Disconnect: never processed
+        ]
+        cl.send_bytes(b"".join(encode(r) for r in reqs))
+        rest = cl.read_until_closed()
+    assert [(type(x), x.corr) for x in rest] == [  # type: ignore[union-attr]
+        (c.Ok, 10),
+        (c.Ok, 11),
+        (c.Error, 12),
+        (c.Ok, 13),
+        (c.Ok, 14),
+    ]
+    with ConnectionFactory(f"tcp://{HOST}:{server.port}").create_connection() as other:
+        consumer = other.create_session().create_consumer(Queue("batch"))
+        other.start()
+        got = [consumer.receive(5.0) for _ in range(2)]
+    assert [m.text for m in got if m is not None] == ["one read", "one read"]  # type: ignore[attr-defined]
+
+
 def test_a_port_in_use_is_reported_before_the_data_dir_is_opened(tmp_path: pathlib.Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -7,7 +7,10 @@ Theory of operation
 time feeds it requests (:meth:`Broker.handle`) and time (:meth:`Broker.tick`); the embedded
 transport serialises callers with a lock, the network server runs it on its event loop.
 Everything it says goes out through each connection's ``emit`` callback, after the request's
-store batch has been written, events first and the reply last.
+store batch has been written, events first and the reply last. A gateway hands it the requests
+of one socket read at once (:meth:`Broker.handle_batch`): each is processed as ``handle``
+would, but their output leaves in one release, and requests that write nothing to the store
+share it (one that writes keeps a store batch of its own).
 
 Delivery follows JMS 2.0 §4.4 and §6: a queue dispatches each message to one consumer,
 round-robin among consumers that have prefetch credit (PTP-04) and whose selector matches
@@ -47,7 +50,7 @@ from __future__ import annotations
 import collections
 import heapq
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, TypeVar
 
 import msgspec
@@ -271,6 +274,46 @@ class Broker:
 
     def handle(self, conn: BrokerConnection, req: c.Request) -> None:
         """Process one request; its reply (if ``req.corr``) and any events go to ``emit``."""
+        self._handle_one(conn, req)
+        self._flush()
+
+    def handle_batch(self, conn: BrokerConnection, reqs: Sequence[c.Request]) -> int:
+        """Process the requests of one read of ``conn`` in order, as :meth:`handle` would
+        one by one, but with one output release for all of them; returns how many were
+        processed. Each is answered on its own (an error answers that request only; the rest
+        go on), with the same store batches: a request that writes to the store ends its own
+        batch, so a store failure fails the replies of that request only. The requests after
+        one that leaves the connection closed (``Disconnect``, an operator's close) are not
+        processed: the caller closes the socket once the output is out."""
+        n = 0
+        try:
+            for req in reqs:
+                mark = len(self._out)
+                self._handle_one(conn, req)
+                n += 1
+                if self._ops:  # a store batch of its own (its replies wait for it)
+                    self._flush_after(mark)
+                if conn.closed:
+                    break
+        finally:
+            self._flush()
+        return n
+
+    def _flush_after(self, mark: int) -> None:
+        """Release the output queued before ``mark`` (earlier requests of a batch, none of which
+        wrote to the store), then write the last request's store batch with its output."""
+        if mark:
+            out, ops, unstored = self._out, self._ops, self._unstored
+            removed, to_page = self._removed, self._to_page
+            self._out, self._ops, self._unstored = out[:mark], [], []
+            self._removed, self._to_page = [], []
+            self._flush()
+            self._out, self._ops, self._unstored = out[mark:], ops, unstored
+            self._removed, self._to_page = removed, to_page
+        self._flush()
+
+    def _handle_one(self, conn: BrokerConnection, req: c.Request) -> None:
+        """Process ``req`` up to its output, which stays queued for :meth:`_flush`."""
         try:
             if conn.closed and not isinstance(req, c.Disconnect):
                 raise IllegalStateException("the connection is closed")
@@ -289,7 +332,6 @@ class Broker:
             reply = c.Error(corr=req.corr, kind=_jms_kind(exc), message=str(exc))
         if reply is not None:
             self._answer(conn, req, reply)
-        self._flush()
 
     def _answer(self, conn: BrokerConnection, req: c.Request, reply: c.Reply) -> None:
         """Queue ``reply`` to ``req`` for ``conn``: a request without ``corr`` gets none, but

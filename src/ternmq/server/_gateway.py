@@ -31,7 +31,7 @@ import abc
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar, Protocol, cast
 
 from ternmq.broker._records import Emit
@@ -221,6 +221,38 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         if store is not None and store.batches != batches:
             self.host.due_awaited = True
         return True
+
+    def _submit_batch(self, reqs: Sequence[c.Request]) -> int:
+        """Hand the requests of one read to the broker in one entry (``Broker.handle_batch``:
+        the same per-request answers, one output release). Returns how many it processed
+        (it stops after one that left the connection closed), or -1 if it could not (as
+        :meth:`_submit`'s False; the connection has failed if the engine raised)."""
+        broker = self.host.broker
+        conn = self.conn
+        if broker is None or conn is None:
+            return -1
+        awaited = 0
+        for req in reqs:
+            if req.corr:
+                awaited += 1
+        if awaited:
+            self._inflight += awaited - 1
+            self._awaiting()
+        store = self.host.owner_store if awaited else None
+        batches = 0 if store is None else store.batches
+        try:
+            n = broker.handle_batch(conn, reqs)
+        except Exception as exc:  # a bug in the engine: this connection only pays for it
+            log.exception("event=internal_error peer=%s requests=%d", self.peer, len(reqs))
+            self.fail(f"internal error handling a batch of {len(reqs)}: {type(exc).__name__}")
+            return -1
+        if n < len(reqs) and awaited:
+            for req in reqs[n:]:  # never processed: never answered
+                if req.corr:
+                    self._inflight -= 1
+        if store is not None and store.batches != batches:
+            self.host.due_awaited = True
+        return n
 
     def _awaiting(self) -> None:
         """One more answer is awaited: past ``limits.max_inflight_requests`` stop reading."""

@@ -7,8 +7,8 @@ and handshake timing, the frame limit) is the sans-IO
 :class:`~ternmq.protocol.native_connection.NativeServerConnection` (its module doc has the
 table); the socket, output batching, backpressure and closing are
 :class:`~ternmq.server._gateway.GatewayConnection`'s. What is left here joins them to the
-engine: the requests the wire object returns go to ``Broker.handle`` on the event loop thread
-(the engine's only owner, ARCHITECTURE "Rules of the house"), and the engine's ``emit``
+engine: the requests of one read go to ``Broker.handle_batch`` in one entry, on the event loop
+thread (the engine's only owner, ARCHITECTURE "Rules of the house"), and the engine's ``emit``
 callback appends encoded frames to the output list written once per loop iteration.
 
 While the credentials of ``Connect`` are checked (off the loop when a password is hashed),
@@ -123,14 +123,12 @@ class NativeConnection(GatewayConnection):
             self.host.rearm()
 
     def _run(self, reqs: list[c.Request]) -> None:
-        """Hand ``reqs`` to the broker while the connection stays open."""
-        wire = self.wire
-        handle = self._handle
+        """Hand ``reqs`` (one read's) to the broker in one entry while the connection is open."""
         try:
-            for req in reqs:
-                if wire.state is not _OPEN:
-                    break
-                handle(req)
+            if reqs and self.wire.state is _OPEN:
+                n = self._submit_batch(reqs)
+                if n > 0:
+                    self._after(reqs[n - 1])
         finally:
             self.host.rearm()
 
@@ -157,17 +155,26 @@ class NativeConnection(GatewayConnection):
         self.fail(str(exc), preamble=exc.preamble)
 
     def _handle(self, req: c.Request) -> None:
-        if not self._submit(req):
-            return
+        if self._submit(req):
+            self._after(req)
+
+    def _after(self, last: c.Request) -> None:
+        """``last`` was the last request handed to the broker: close once the reply is out if
+        it (or an earlier Disconnect waiting for held sends) ends the connection."""
         conn = self.conn
         assert conn is not None
-        if (conn.closed or type(req) is c.Disconnect) and self.wire.state is not _CLOSED:
-            # Disconnect (answered at once, or once the connection's held sends are taken),
-            # or a refused Connect: close once the reply is out.
-            if not req.corr or self._last_reply_corr == req.corr:
-                self.close("disconnected" if type(req) is c.Disconnect else "refused")
-            else:
-                self._close_on_corr = req.corr
+        if self.wire.state is _CLOSED:
+            return
+        if conn.closed:
+            req: c.Request = last  # a Disconnect or a refused Connect (it stops a batch)
+        elif conn.held_disconnect is not None:
+            req = conn.held_disconnect  # answered once the connection's held sends are taken
+        else:
+            return
+        if not req.corr or self._last_reply_corr == req.corr:
+            self.close("disconnected" if type(req) is c.Disconnect else "refused")
+        else:
+            self._close_on_corr = req.corr
 
     # ---- authentication -------------------------------------------------------------------
     def _auth_finished(self, req: c.Connect, error: str | None) -> None:
