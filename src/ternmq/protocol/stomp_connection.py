@@ -69,6 +69,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from ternmq._version import __version__
+from ternmq.protocol._server_connection import ServerConnection
 from ternmq.protocol.stomp import (
     CLIENT_COMMANDS,
     HEARTBEAT,
@@ -289,7 +290,7 @@ def _plain(value: str) -> str:
     return value.replace("\r", " ").replace("\n", " ")
 
 
-class StompServerConnection:
+class StompServerConnection(ServerConnection[State, Input, Event, StompFrame]):
     """The server side of one STOMP connection (see the module doc).
 
     Args:
@@ -313,7 +314,6 @@ class StompServerConnection:
     """
 
     __slots__ = (
-        "_held",
         "frame_started",
         "frame_timeout",
         "handshake_deadline",
@@ -327,9 +327,13 @@ class StompServerConnection:
         "parser",
         "receive_interval",
         "send_interval",
-        "state",
         "version",
     )
+
+    _transitions = TRANSITIONS
+    _refused = Input.REFUSED
+    _close = Input.CLOSE
+    _closed_state = _CLOSED
 
     def __init__(
         self,
@@ -359,20 +363,10 @@ class StompServerConnection:
         self.last_sent = now
         self._held: list[StompFrame] = []
 
-    def _step(
-        self, inp: Input, command: str, before: Sequence[Event] = (), receipt: str | None = None
-    ) -> None:
-        """Take the transition of ``inp``.
-
-        Raises:
-            ProtocolViolation: no transition for ``(state, inp)``; the state is unchanged.
-        """
-        nxt = TRANSITIONS.get((self.state, inp))
-        if nxt is None:
-            raise ProtocolViolation(
-                _problem(self.state, inp, command), before=before, receipt_id=receipt
-            )
-        self.state = nxt
+    def _violation(
+        self, inp: Input, name: str, before: Sequence[Event], receipt: str | None
+    ) -> ProtocolViolation:
+        return ProtocolViolation(_problem(self.state, inp, name), before=before, receipt_id=receipt)
 
     # ---- input -----------------------------------------------------------------------------
     def _parse(self, data: bytes, now: float, before: Sequence[Event] = ()) -> list[object]:
@@ -522,25 +516,6 @@ class StompServerConnection:
             raise ProtocolViolation(f"take_held needs an open connection, not {self.state.value}")
         held, self._held = self._held, []
         return self._judge(held)
-
-    def refuse(self) -> None:
-        """The credentials of CONNECT are refused: AUTH -> CLOSED (send the ERROR frame,
-        then close the socket).
-
-        Raises:
-            ProtocolViolation: the connection is not AUTH.
-        """
-        self._step(Input.REFUSED, "refused")
-        self._held.clear()
-
-    def close(self) -> None:
-        """The caller closes the connection: any state but CLOSED -> CLOSED.
-
-        Raises:
-            ProtocolViolation: the connection is already CLOSED.
-        """
-        self._step(Input.CLOSE, "close")
-        self._held.clear()
 
     # ---- output ---------------------------------------------------------------------------
     def sent(self, now: float) -> None:

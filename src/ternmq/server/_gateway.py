@@ -20,7 +20,9 @@ and that plumbing is the same for every protocol, so it lives here once:
   timer, close after the queued output (aborted after ``limits.shutdown_grace`` if the peer
   never reads), and the cleanup when the socket is gone (what the connection held in the
   broker is released, REL-10). A subclass supplies the protocol: ``data_received``, its
-  state (:meth:`~GatewayConnection._mark_closed`), its timers and its handshake expiry.
+  sans-IO connection as ``wire`` (a :class:`Wire`: the base closes it once, in
+  :meth:`~GatewayConnection._mark_closed`), its timers and its handshake expiry (logged,
+  answered and closed alike by :meth:`~GatewayConnection._handshake_timed_out`).
 
 Every method runs on the event loop thread, the engine's only owner.
 """
@@ -41,7 +43,7 @@ from ternmq.server.admission import PasswordCheck
 from ternmq.server.config import Limits
 from ternmq.server.logs import log_event
 
-__all__ = ["ConnectionHost", "GatewayConnection", "OwnerBatches"]
+__all__ = ["ConnectionHost", "GatewayConnection", "OwnerBatches", "Wire"]
 
 log = logging.getLogger("ternmq.server")
 
@@ -55,6 +57,20 @@ class OwnerBatches(Protocol):
     @property
     def batches(self) -> int:
         """Batches received so far."""
+        ...
+
+
+class Wire(Protocol):
+    """What the I/O half asks of a protocol's sans-IO connection to close it
+    (``protocol._server_connection.ServerConnection`` is one)."""
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection is CLOSED."""
+        ...
+
+    def close(self) -> None:
+        """Any state but CLOSED -> CLOSED."""
         ...
 
 
@@ -155,6 +171,9 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
     #: The wire protocol this gateway speaks (the ``protocol`` label of the metrics).
     protocol: ClassVar[str] = "native"
 
+    #: The protocol's sans-IO connection (a subclass narrows the type and sets it).
+    wire: Wire
+
     def __init__(self, host: ConnectionHost, scheme: str) -> None:
         self.host = host
         self.scheme = scheme
@@ -179,10 +198,6 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         self._max_inflight = self.limits.max_inflight_requests
 
     # ---- what a protocol supplies ---------------------------------------------------------
-    @abc.abstractmethod
-    def _mark_closed(self) -> bool:
-        """Switch the protocol state to closed; False if it already was."""
-
     @abc.abstractmethod
     def _handshake_expired(self) -> None:
         """The handshake timer fired: close the connection if it is not open yet."""
@@ -373,6 +388,14 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
             self.host.opened(self)
 
     # ---- closing --------------------------------------------------------------------------
+    def _mark_closed(self) -> bool:
+        """Switch the protocol state to closed; False if it already was."""
+        wire = self.wire
+        if wire.closed:
+            return False
+        wire.close()
+        return True
+
     def close(self, reason: str, *, drop: bool = False) -> None:
         """Close the socket after what is queued for it; with ``drop``, release what the
         connection held in the broker first (never from inside an engine callback)."""
@@ -423,6 +446,21 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         )
 
     # ---- timers ---------------------------------------------------------------------------
+    def _handshake_timed_out(self, reply: bytes = b"", problem: str | None = None) -> None:
+        """Log ``handshake_timeout`` (with ``problem`` if given), write ``reply`` (the
+        protocol's error frame, if it sends one) and close, releasing what was held."""
+        log_event(
+            log,
+            logging.WARNING,
+            "handshake_timeout",
+            peer=self.peer,
+            protocol=self.protocol,
+            problem=problem,
+        )
+        if reply:
+            self._write(reply)
+        self.close("handshake timeout", drop=True)
+
     def _on_handshake_timer(self) -> None:
         self._handshake_timer = None
         self._handshake_expired()

@@ -74,6 +74,8 @@ class NativeConnection(GatewayConnection):
         scheme: ``tcp`` or ``tls`` (for logs).
     """
 
+    wire: NativeServerConnection
+
     def __init__(self, host: ConnectionHost, scheme: str) -> None:
         super().__init__(host, scheme)
         limits = self.limits
@@ -270,19 +272,9 @@ class NativeConnection(GatewayConnection):
             problem = (
                 "password check still queued" if self.auth_queued else "password check running"
             ) + f": {problem}"
-        log_event(log, logging.WARNING, "handshake_timeout", peer=self.peer, problem=problem)
-        if reply:
-            self._write(reply)
-        self.close("handshake timeout", drop=True)
+        self._handshake_timed_out(reply, problem)
 
     # ---- closing --------------------------------------------------------------------------
-    def _mark_closed(self) -> bool:
-        wire = self.wire
-        if wire.state is _CLOSED:
-            return False
-        wire.close()
-        return True
-
     def fail(self, problem: str, *, preamble: bool = False) -> None:
         """Report a protocol violation to the peer (one ``Error`` frame) and close."""
         wire = self.wire

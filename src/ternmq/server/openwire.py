@@ -232,6 +232,7 @@ class OpenWireConnection(GatewayConnection):
     """
 
     protocol: ClassVar[str] = "openwire"  # in connection lists and ternmq_connections
+    wire: OpenWireServerConnection
 
     def __init__(self, host: ConnectionHost, scheme: str) -> None:
         super().__init__(host, scheme)
@@ -989,17 +990,9 @@ class OpenWireConnection(GatewayConnection):
     def _handshake_expired(self) -> None:
         if self.wire.state in (_OPEN, _CLOSED):
             return
-        log_event(log, logging.WARNING, "handshake_timeout", peer=self.peer, protocol="openwire")
-        self.close("handshake timeout", drop=True)
+        self._handshake_timed_out()
 
     # ---- closing --------------------------------------------------------------------------
-    def _mark_closed(self) -> bool:
-        wire = self.wire
-        if wire.state is _CLOSED:
-            return False
-        wire.close()
-        return True
-
     def close(self, reason: str, *, drop: bool = False) -> None:
         """Close the socket after what is queued (see :meth:`GatewayConnection.close`)."""
         for consumer in self._consumers.values():

@@ -145,6 +145,7 @@ class StompConnection(GatewayConnection):
     """
 
     protocol: ClassVar[str] = "stomp"  # in connection lists and ternmq_connections
+    wire: StompServerConnection
 
     def __init__(self, host: ConnectionHost, scheme: str) -> None:
         super().__init__(host, scheme)
@@ -774,22 +775,13 @@ class StompConnection(GatewayConnection):
     def _handshake_expired(self) -> None:
         if self.wire.state not in (State.CONNECT, State.AUTH):
             return
-        log_event(log, logging.WARNING, "handshake_timeout", peer=self.peer, protocol="stomp")
-        self._write(
+        self._handshake_timed_out(
             self.wire.error_frame(
                 "no CONNECT within handshake_timeout", detail="send CONNECT first, at once"
             )
         )
-        self.close("handshake timeout", drop=True)
 
     # ---- closing --------------------------------------------------------------------------
-    def _mark_closed(self) -> bool:
-        wire = self.wire
-        if wire.state is _CLOSED:
-            return False
-        wire.close()
-        return True
-
     def fail(self, problem: str, *, receipt: str | None = None) -> None:
         """Report ``problem`` to the peer (one ERROR frame) and close."""
         wire = self.wire
