@@ -16,6 +16,8 @@ table for all of them:
   (any state -> CLOSED) drop it and give back what the subclass buffers
   (:meth:`~ServerConnection._release`).
 - :attr:`~ServerConnection.closed` is what the gateway in ``server/`` asks before it closes.
+- :class:`Timeout` is the one vocabulary of every protocol's ``check_timers``: what the
+  caller must do when time passed (the gateway's sweep acts on it the same way for all).
 
 The per-frame paths stay in the subclasses, which read their table and states as module
 constants; only the handshake, a violation and the verdicts pass through here. Pure: no
@@ -29,12 +31,22 @@ import enum
 from collections.abc import Mapping, Sequence
 from typing import Generic, TypeVar
 
-__all__ = ["ServerConnection"]
+__all__ = ["ServerConnection", "Timeout"]
 
 StateT = TypeVar("StateT", bound=enum.Enum)
 InputT = TypeVar("InputT", bound=enum.Enum)
 EventT = TypeVar("EventT")
 HeldT = TypeVar("HeldT")
+
+
+class Timeout(enum.Enum):
+    """What a server connection's ``check_timers`` asks the caller to do."""
+
+    HEARTBEAT = "heartbeat"  # write the protocol's heartbeat frame now
+    KEEPALIVE = "heartbeat"  # OpenWire's name of it (a KeepAliveInfo): the same member
+    PEER_DEAD = "peer_dead"  # the peer has been silent too long: close, release what it held
+    HANDSHAKE = "handshake"  # not OPEN within handshake_timeout: close
+    FRAME = "frame"  # a frame started frame_timeout ago is still incomplete: close
 
 
 class ServerConnection(abc.ABC, Generic[StateT, InputT, EventT, HeldT]):

@@ -61,7 +61,7 @@ from collections.abc import Sequence
 from typing import Final, get_args
 
 from ternmq.protocol import commands as c
-from ternmq.protocol._server_connection import ServerConnection
+from ternmq.protocol._server_connection import ServerConnection, Timeout
 from ternmq.protocol.frames import (
     DEFAULT_MAX_FRAME,
     MAGIC,
@@ -114,15 +114,6 @@ class Input(enum.Enum):
     ACCEPTED = "accepted"
     REFUSED = "refused"
     CLOSE = "close"
-
-
-class Timeout(enum.Enum):
-    """What :meth:`NativeServerConnection.check_timers` asks the caller to do."""
-
-    HEARTBEAT = "heartbeat"  # write HEARTBEAT_FRAME now
-    PEER_DEAD = "peer_dead"  # silent for two intervals: close, release what it held
-    HANDSHAKE = "handshake"  # not OPEN within handshake_timeout: close
-    FRAME = "frame"  # a frame started frame_timeout ago is still incomplete: close
 
 
 _HANDSHAKE_STATES: Final = (State.PREAMBLE, State.CONNECT, State.AUTH)

@@ -66,7 +66,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from ternmq.protocol import openwire as ow
-from ternmq.protocol._server_connection import ServerConnection
+from ternmq.protocol._server_connection import ServerConnection, Timeout
 
 __all__ = [
     "TRANSITIONS",
@@ -107,15 +107,6 @@ class Input(enum.Enum):
     ACCEPTED = "accepted"
     REFUSED = "refused"
     CLOSE = "close"
-
-
-class Timeout(enum.Enum):
-    """What :meth:`OpenWireServerConnection.check_timers` asks the caller to do."""
-
-    KEEPALIVE = "keepalive"  # write keepalive_frame() now
-    PEER_DEAD = "peer_dead"  # silent for a whole inactivity window: close, release
-    HANDSHAKE = "handshake"  # not OPEN within handshake_timeout: close
-    FRAME = "frame"  # a frame started frame_timeout ago is still incomplete: close
 
 
 # (state, input) -> next state; a pair not here is a protocol error.

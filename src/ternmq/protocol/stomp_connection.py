@@ -69,7 +69,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from ternmq._version import __version__
-from ternmq.protocol._server_connection import ServerConnection
+from ternmq.protocol._server_connection import ServerConnection, Timeout
 from ternmq.protocol.stomp import (
     CLIENT_COMMANDS,
     HEARTBEAT,
@@ -121,15 +121,6 @@ class Input(enum.Enum):
     ACCEPTED = "accepted"
     REFUSED = "refused"
     CLOSE = "close"
-
-
-class Timeout(enum.Enum):
-    """What :meth:`StompServerConnection.check_timers` asks the caller to do."""
-
-    HEARTBEAT = "heartbeat"  # write HEARTBEAT_EOL now
-    PEER_DEAD = "peer_dead"  # silent for two receive intervals: close, release what it held
-    HANDSHAKE = "handshake"  # not OPEN within handshake_timeout: close
-    FRAME = "frame"  # a frame started frame_timeout ago is still incomplete: close
 
 
 # (state, input) -> next state; a pair not here is a protocol error.

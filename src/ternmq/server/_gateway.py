@@ -39,6 +39,7 @@ from typing import ClassVar, Protocol, cast
 from ternmq.broker._records import Emit
 from ternmq.broker.engine import Broker, BrokerConnection
 from ternmq.protocol import commands as c
+from ternmq.protocol._server_connection import Timeout
 from ternmq.server.admission import PasswordCheck
 from ternmq.server.config import Limits
 from ternmq.server.logs import log_event
@@ -61,8 +62,17 @@ class OwnerBatches(Protocol):
 
 
 class Wire(Protocol):
-    """What the I/O half asks of a protocol's sans-IO connection to close it
-    (``protocol._server_connection.ServerConnection`` is one)."""
+    """What the I/O half asks of a protocol's sans-IO connection: its timers, and to close
+    it (``protocol._server_connection.ServerConnection`` is one)."""
+
+    @property
+    def last_heard(self) -> float:
+        """When octets last arrived (loop time)."""
+        ...
+
+    def check_timers(self, now: float, last_sent: float) -> Timeout | None:
+        """What to do at ``now``, given the caller last wrote at ``last_sent``."""
+        ...
 
     @property
     def closed(self) -> bool:
@@ -174,6 +184,9 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
     #: The protocol's sans-IO connection (a subclass narrows the type and sets it).
     wire: Wire
 
+    #: What the connection writes when its wire asks for a heartbeat (Timeout.HEARTBEAT).
+    heartbeat_frame: ClassVar[bytes]
+
     def __init__(self, host: ConnectionHost, scheme: str) -> None:
         self.host = host
         self.scheme = scheme
@@ -201,10 +214,6 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
     @abc.abstractmethod
     def _handshake_expired(self) -> None:
         """The handshake timer fired: close the connection if it is not open yet."""
-
-    @abc.abstractmethod
-    def check_timers(self, now: float) -> None:
-        """The server's periodic sweep at loop time ``now``: heartbeats, dead peers."""
 
     @abc.abstractmethod
     def fail(self, problem: str) -> None:
@@ -446,6 +455,28 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         )
 
     # ---- timers ---------------------------------------------------------------------------
+    def check_timers(self, now: float) -> None:
+        """The server's periodic sweep at loop time ``now``: write a heartbeat when the wire
+        asks for one; close a dead peer, an expired read deadline or handshake."""
+        wire = self.wire
+        action = wire.check_timers(now, self.last_sent)
+        if action is None:
+            return
+        if action is Timeout.HEARTBEAT:
+            self._write(self.heartbeat_frame)
+            self.last_sent = now
+        elif action is Timeout.PEER_DEAD:
+            self._peer_dead(now - wire.last_heard)
+        elif action is Timeout.FRAME:
+            self._frame_expired(now)
+        else:
+            self._handshake_expired()
+
+    def _frame_expired(self, now: float) -> None:
+        """A frame started ``frame_timeout`` ago is still incomplete at ``now``: report it
+        in the protocol's error frame and close."""
+        self.fail("a frame took longer than frame_timeout to arrive: send whole frames")
+
     def _handshake_timed_out(self, reply: bytes = b"", problem: str | None = None) -> None:
         """Log ``handshake_timeout`` (with ``problem`` if given), write ``reply`` (the
         protocol's error frame, if it sends one) and close, releasing what was held."""

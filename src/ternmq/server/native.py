@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Sequence
-from typing import Final, cast
+from typing import ClassVar, Final, cast
 
 import msgspec
 
@@ -48,7 +48,6 @@ from ternmq.protocol.native_connection import (
     PreambleReceived,
     ProtocolViolation,
     State,
-    Timeout,
     error_frame,
 )
 from ternmq.server._gateway import ConnectionHost, GatewayConnection
@@ -75,6 +74,7 @@ class NativeConnection(GatewayConnection):
     """
 
     wire: NativeServerConnection
+    heartbeat_frame: ClassVar[bytes] = HEARTBEAT_FRAME
 
     def __init__(self, host: ConnectionHost, scheme: str) -> None:
         super().__init__(host, scheme)
@@ -236,32 +236,19 @@ class NativeConnection(GatewayConnection):
             self.close("disconnected")
 
     # ---- timers ---------------------------------------------------------------------------
-    def check_timers(self, now: float) -> None:
-        """The server's sweep: send a heartbeat, close a dead peer or an expired handshake."""
-        wire = self.wire
-        action = wire.check_timers(now, self.last_sent)
-        if action is None:
-            return
-        if action is Timeout.HEARTBEAT:
-            self._write(HEARTBEAT_FRAME)
-            self.last_sent = now
-        elif action is Timeout.PEER_DEAD:
-            self._peer_dead(now - wire.last_heard)
-        elif action is Timeout.FRAME:
-            problem, reply = wire.frame_expired(now)
-            log_event(
-                log,
-                logging.WARNING,
-                "frame_timeout",
-                peer=self.peer,
-                conn=self._conn_id,
-                user=self.user,
-                problem=problem,
-            )
-            self._write(reply)
-            self.close("frame timeout", drop=True)
-        else:
-            self._handshake_expired()
+    def _frame_expired(self, now: float) -> None:
+        problem, reply = self.wire.frame_expired(now)
+        log_event(
+            log,
+            logging.WARNING,
+            "frame_timeout",
+            peer=self.peer,
+            conn=self._conn_id,
+            user=self.user,
+            problem=problem,
+        )
+        self._write(reply)
+        self.close("frame timeout", drop=True)
 
     def _handshake_expired(self) -> None:
         wire = self.wire

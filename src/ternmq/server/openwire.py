@@ -92,7 +92,6 @@ from ternmq.protocol.openwire_connection import (
     OpenWireServerConnection,
     ProtocolViolation,
     State,
-    Timeout,
     exception_response,
 )
 from ternmq.server._gateway import ConnectionHost, GatewayConnection
@@ -233,6 +232,7 @@ class OpenWireConnection(GatewayConnection):
 
     protocol: ClassVar[str] = "openwire"  # in connection lists and ternmq_connections
     wire: OpenWireServerConnection
+    heartbeat_frame: ClassVar[bytes] = OpenWireServerConnection.keepalive_frame()
 
     def __init__(self, host: ConnectionHost, scheme: str) -> None:
         super().__init__(host, scheme)
@@ -970,23 +970,6 @@ class OpenWireConnection(GatewayConnection):
         return 0
 
     # ---- timers ---------------------------------------------------------------------------
-    def check_timers(self, now: float) -> None:
-        """The server's sweep: keep the peer's read check happy, close a silent peer or an
-        expired handshake or read deadline."""
-        wire = self.wire
-        action = wire.check_timers(now, self.last_sent)
-        if action is None:
-            return
-        if action is Timeout.KEEPALIVE:
-            self._write(wire.keepalive_frame())
-            self.last_sent = now
-        elif action is Timeout.PEER_DEAD:
-            self._peer_dead(now - wire.last_heard)
-        elif action is Timeout.FRAME:
-            self.fail("a frame took longer than frame_timeout to arrive: send whole frames")
-        else:
-            self._handshake_expired()
-
     def _handshake_expired(self) -> None:
         if self.wire.state in (_OPEN, _CLOSED):
             return

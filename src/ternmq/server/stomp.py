@@ -68,7 +68,6 @@ from ternmq.protocol.stomp_connection import (
     ProtocolViolation,
     State,
     StompServerConnection,
-    Timeout,
 )
 from ternmq.server._gateway import ConnectionHost, GatewayConnection
 from ternmq.server._stomp_mapping import (
@@ -146,6 +145,7 @@ class StompConnection(GatewayConnection):
 
     protocol: ClassVar[str] = "stomp"  # in connection lists and ternmq_connections
     wire: StompServerConnection
+    heartbeat_frame: ClassVar[bytes] = HEARTBEAT_EOL
 
     def __init__(self, host: ConnectionHost, scheme: str) -> None:
         super().__init__(host, scheme)
@@ -756,22 +756,6 @@ class StompConnection(GatewayConnection):
         self._request(c.Disconnect(corr=corr), frame.get("receipt"))
 
     # ---- timers ---------------------------------------------------------------------------
-    def check_timers(self, now: float) -> None:
-        """The server's sweep: send a heart-beat, close a dead peer or an expired handshake."""
-        wire = self.wire
-        action = wire.check_timers(now, self.last_sent)
-        if action is None:
-            return
-        if action is Timeout.HEARTBEAT:
-            self._write(HEARTBEAT_EOL)
-            self.last_sent = now
-        elif action is Timeout.PEER_DEAD:
-            self._peer_dead(now - wire.last_heard)
-        elif action is Timeout.FRAME:
-            self.fail("a frame took longer than frame_timeout to arrive: send whole frames")
-        else:
-            self._handshake_expired()
-
     def _handshake_expired(self) -> None:
         if self.wire.state not in (State.CONNECT, State.AUTH):
             return
