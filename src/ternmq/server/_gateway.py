@@ -74,6 +74,10 @@ class Wire(Protocol):
         """What to do at ``now``, given the caller last wrote at ``last_sent``."""
         ...
 
+    def refuse(self) -> None:
+        """The credentials are refused: AUTH -> CLOSED."""
+        ...
+
     @property
     def closed(self) -> bool:
         """Whether the connection is CLOSED."""
@@ -389,6 +393,16 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         """Whether this connection's password check is still waiting for a worker."""
         check = self._auth_check
         return check is not None and check.queued
+
+    def _refuse(self, user: str | None, reason: str, reply: bytes) -> None:
+        """The credentials of ``user`` were refused for ``reason``: log ``auth_failed``,
+        close the wire, write ``reply`` (the protocol's refusal; may be empty) and close the
+        socket after it (the broker side was never opened)."""
+        log_event(log, logging.WARNING, "auth_failed", peer=self.peer, user=user, reason=reason)
+        self.wire.refuse()
+        if reply:
+            self._write(reply)
+        self._shut("authentication failed", drop=False)
 
     def _opened(self) -> None:
         """The connection is authenticated: tell the host it is no longer pending."""

@@ -177,12 +177,8 @@ class NativeConnection(GatewayConnection):
         if wire.state is not _AUTH:
             return  # closed meanwhile
         if error is not None:
-            log_event(
-                log, logging.WARNING, "auth_failed", peer=self.peer, user=req.user, reason=error
-            )
-            wire.refuse()
-            self._write(encode(c.Error(corr=req.corr, kind="JMSSecurityException", message=error)))
-            self._shut("authentication failed", drop=False)
+            refusal = c.Error(corr=req.corr, kind="JMSSecurityException", message=error)
+            self._refuse(req.user, error, encode(refusal))
             return
         broker = self.host.broker
         if broker is None:

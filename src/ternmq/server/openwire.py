@@ -502,24 +502,13 @@ class OpenWireConnection(GatewayConnection):
         if wire.state is not State.AUTH:
             return  # closed meanwhile
         if error is not None:
-            log_event(
-                log,
-                logging.WARNING,
-                "auth_failed",
-                peer=self.peer,
-                user=info.user_name,
-                reason=error,
+            refusal = exception_response(
+                info.command_id,
+                "javax.jms.JMSSecurityException",
+                f"{error}: check the user name and password of the connection",
             )
-            wire.refuse()
-            if info.response_required:
-                self._write_command(
-                    exception_response(
-                        info.command_id,
-                        "javax.jms.JMSSecurityException",
-                        f"{error}: check the user name and password of the connection",
-                    )
-                )
-            self._shut("authentication failed", drop=False)
+            reply = ow.encode_frame(refusal) if info.response_required else b""
+            self._refuse(info.user_name, error, reply)
             return
         broker = self.host.broker
         if broker is None:

@@ -400,10 +400,8 @@ class StompConnection(GatewayConnection):
             return  # closed meanwhile
         login = frame.get("login")
         if error is not None:
-            log_event(log, logging.WARNING, "auth_failed", peer=self.peer, user=login, reason=error)
-            wire.refuse()
-            self._write(wire.error_frame(error, detail="check the login and passcode headers"))
-            self._shut("authentication failed", drop=False)
+            refusal = wire.error_frame(error, detail="check the login and passcode headers")
+            self._refuse(login, error, refusal)
             return
         broker = self.host.broker
         if broker is None:
