@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import enum
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -64,6 +65,11 @@ class OwnerBatches(Protocol):
 class Wire(Protocol):
     """What the I/O half asks of a protocol's sans-IO connection: its timers, and to close
     it (``protocol._server_connection.ServerConnection`` is one)."""
+
+    @property
+    def state(self) -> enum.Enum:
+        """Where the connection is in its life (its ``value`` is logged)."""
+        ...
 
     @property
     def last_heard(self) -> float:
@@ -393,6 +399,28 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         """Whether this connection's password check is still waiting for a worker."""
         check = self._auth_check
         return check is not None and check.queued
+
+    def _protocol_error(self, problem: str, reply: bytes) -> None:
+        """The peer broke the protocol: log ``protocol_error`` (with the wire's state), write
+        ``reply`` (the protocol's error frame; may be empty) and close, releasing what the
+        connection held; nothing once the wire is closed."""
+        wire = self.wire
+        if wire.closed:
+            return
+        log_event(
+            log,
+            logging.WARNING,
+            "protocol_error",
+            peer=self.peer,
+            conn=self._conn_id,
+            user=self.user,
+            protocol=self.protocol,
+            state=wire.state.value,
+            problem=problem,
+        )
+        if reply:
+            self._write(reply)
+        self.close("protocol error", drop=True)
 
     def _refuse(self, user: str | None, reason: str, reply: bytes) -> None:
         """The credentials of ``user`` were refused for ``reason``: log ``auth_failed``,

@@ -259,21 +259,8 @@ class NativeConnection(GatewayConnection):
 
     # ---- closing --------------------------------------------------------------------------
     def fail(self, problem: str, *, preamble: bool = False) -> None:
-        """Report a protocol violation to the peer (one ``Error`` frame) and close."""
-        wire = self.wire
-        if wire.state is _CLOSED:
-            return
-        log_event(
-            log,
-            logging.WARNING,
-            "protocol_error",
-            peer=self.peer,
-            conn=self._conn_id,
-            user=self.user,
-            state=wire.state.value,
-            problem=problem,
-        )
-        if preamble:
-            self._write(PREAMBLE)  # so that a ternmq peer of another version can read why
-        self._write(error_frame(problem))
-        self.close("protocol error", drop=True)
+        """Report a protocol violation to the peer (one ``Error`` frame, after the server's
+        preamble with ``preamble``: a ternmq peer of another version can read why) and
+        close."""
+        reply = error_frame(problem)
+        self._protocol_error(problem, PREAMBLE + reply if preamble else reply)

@@ -972,24 +972,13 @@ class OpenWireConnection(GatewayConnection):
         super().close(reason, drop=drop)
 
     def fail(self, problem: str) -> None:
-        """Report ``problem`` to the peer (a ConnectionError) and close."""
-        wire = self.wire
-        if wire.state is _CLOSED:
-            return
-        log_event(
-            log,
-            logging.WARNING,
-            "protocol_error",
-            peer=self.peer,
-            conn=self._conn_id,
-            user=self.user,
-            protocol="openwire",
-            state=wire.state.value,
-            problem=problem,
-        )
-        if wire.wire_format is not None:
-            self._async_error("java.io.IOException", problem)
-        self.close("protocol error", drop=True)
+        """Report ``problem`` to the peer (a ConnectionError, once the wire format is agreed)
+        and close."""
+        reply = b""
+        if self.wire.wire_format is not None:
+            error = ow.JavaThrowable("java.io.IOException", problem)
+            reply = ow.encode_frame(ow.ConnectionError(exception=error))
+        self._protocol_error(problem, reply)
 
 
 _Handler = Callable[[OpenWireConnection, ow.DataStructure], int]

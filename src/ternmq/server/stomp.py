@@ -766,22 +766,7 @@ class StompConnection(GatewayConnection):
     # ---- closing --------------------------------------------------------------------------
     def fail(self, problem: str, *, receipt: str | None = None) -> None:
         """Report ``problem`` to the peer (one ERROR frame) and close."""
-        wire = self.wire
-        if wire.state is _CLOSED:
-            return
-        log_event(
-            log,
-            logging.WARNING,
-            "protocol_error",
-            peer=self.peer,
-            conn=self._conn_id,
-            user=self.user,
-            protocol="stomp",
-            state=wire.state.value,
-            problem=problem,
-        )
-        self._write(wire.error_frame(problem, receipt_id=receipt))
-        self.close("protocol error", drop=True)
+        self._protocol_error(problem, self.wire.error_frame(problem, receipt_id=receipt))
 
 
 _HANDLERS: Final = {
