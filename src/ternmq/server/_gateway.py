@@ -438,6 +438,32 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         if self.pending:
             self.host.opened(self)
 
+    def _authenticated(self, broker: Broker, emit: Emit, user: str | None) -> BrokerConnection:
+        """The credentials of ``user`` were accepted (the wire is OPEN): stop the handshake
+        timer, tell the host, and open the broker side (output to ``emit``; it exists, and
+        counts against ``max_connections``, only from now on), acting as the host's
+        principal of ``user``. Answers the broker side (``self.conn``)."""
+        self._cancel_handshake_timer()
+        self._opened()
+        self.conn = conn = self._attach(broker, emit)
+        self.user = self.host.principal(user)
+        return conn
+
+    def _log_open(self, client_id: str | None, **fields: object) -> None:
+        """Log ``connection_open`` (with the protocol's own ``fields``)."""
+        log_event(
+            log,
+            logging.INFO,
+            "connection_open",
+            peer=self.peer,
+            conn=self._conn_id,
+            user=self.user,
+            client_id=client_id,
+            listener=self.scheme,
+            protocol=self.protocol,
+            **fields,
+        )
+
     # ---- closing --------------------------------------------------------------------------
     def _mark_closed(self) -> bool:
         """Switch the protocol state to closed; False if it already was."""

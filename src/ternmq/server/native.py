@@ -184,26 +184,12 @@ class NativeConnection(GatewayConnection):
         if broker is None:
             return  # the server stopped meanwhile
         wire.accept()
-        self._cancel_handshake_timer()
-        self._opened()
-        # The broker side exists (and counts against max_connections) only once the peer
-        # is authenticated.
-        self.conn = self._attach(broker, self._emit)
-        self.user = self.host.principal(req.user)
+        self._authenticated(broker, self._emit, req.user)
         self._handle(msgspec.structs.replace(req, user=self.user, password=None))
         if self.wire.state is not _OPEN:  # (accept() made it OPEN; Connect may close it)
             self.host.rearm()
             return
-        log_event(
-            log,
-            logging.INFO,
-            "connection_open",
-            peer=self.peer,
-            conn=self._conn_id,
-            user=self.user,
-            client_id=req.client_id,
-            listener=self.scheme,
-        )
+        self._log_open(req.client_id)
         self._resume("auth")
         try:
             held = wire.take_held()

@@ -102,7 +102,6 @@ from ternmq.server._openwire_mapping import (
     openwire_destination,
     openwire_message,
 )
-from ternmq.server.logs import log_event
 
 __all__ = ["ADVISORY_PREFIX", "OpenWireConnection", "is_openwire_start"]
 
@@ -518,21 +517,8 @@ class OpenWireConnection(GatewayConnection):
         except ProtocolViolation as exc:
             self.fail(str(exc))
             return
-        self._cancel_handshake_timer()
-        self._opened()
-        self.conn = self._attach(broker, self._emit)
-        self.user = self.host.principal(info.user_name)
-        log_event(
-            log,
-            logging.INFO,
-            "connection_open",
-            peer=self.peer,
-            conn=self._conn_id,
-            user=self.user,
-            client_id=info.client_id,
-            listener=self.scheme,
-            protocol="openwire",
-        )
+        self._authenticated(broker, self._emit, info.user_name)
+        self._log_open(info.client_id)
         corr = self._corr()
         self._connect_corr = corr
         self._connect_answer = info.command_id if info.response_required else 0

@@ -77,7 +77,6 @@ from ternmq.server._stomp_mapping import (
     jms_destination,
     subscription_head,
 )
-from ternmq.server.logs import log_event
 from ternmq.server.native import NativeConnection
 from ternmq.server.openwire import OpenWireConnection, is_openwire_start
 
@@ -407,29 +406,15 @@ class StompConnection(GatewayConnection):
         if broker is None:
             return
         wire.accept()
-        self._cancel_handshake_timer()
-        self._opened()
-        self.conn = self._attach(broker, self._emit)
-        self._msg_id_prefix = f"ID:{_PROCESS_ID}-{self.conn.id.removeprefix('ID:')}-"
-        self.user = self.host.principal(login)
+        conn = self._authenticated(broker, self._emit, login)
+        self._msg_id_prefix = f"ID:{_PROCESS_ID}-{conn.id.removeprefix('ID:')}-"
         client_id = frame.get("client-id")
         self._request(c.Connect(corr=self._corr(), user=self.user, client_id=client_id))
         self._request(c.CreateSession(corr=self._corr(), session_id=_SEND_SESSION))
         if self.wire.state is not _OPEN:
             self.host.rearm()
             return
-        log_event(
-            log,
-            logging.INFO,
-            "connection_open",
-            peer=self.peer,
-            conn=self._conn_id,
-            user=self.user,
-            client_id=client_id,
-            listener=self.scheme,
-            protocol="stomp",
-            version=wire.version,
-        )
+        self._log_open(client_id, version=wire.version)
         self._resume("auth")
         try:
             held = wire.take_held()
