@@ -19,10 +19,13 @@ and that plumbing is the same for every protocol, so it lives here once:
   many requests awaiting replies) and resumed when the last reason goes, the handshake
   timer, close after the queued output (aborted after ``limits.shutdown_grace`` if the peer
   never reads), and the cleanup when the socket is gone (what the connection held in the
-  broker is released, REL-10). A subclass supplies the protocol: ``data_received``, its
-  sans-IO connection as ``wire`` (a :class:`Wire`: the base closes it once, in
-  :meth:`~GatewayConnection._mark_closed`), its timers and its handshake expiry (logged,
-  answered and closed alike by :meth:`~GatewayConnection._handshake_timed_out`).
+  broker is released, REL-10). What every protocol does alike around its sans-IO
+  connection (``wire``, a :class:`Wire`) is here too: the timer sweep
+  (:meth:`~GatewayConnection.check_timers`), the refusal of credentials and the opening of
+  the broker side once they are accepted, the report of a protocol error, the handshake
+  timeout's log line, and closing the wire once (:meth:`~GatewayConnection._mark_closed`).
+  A subclass supplies the protocol: ``wire``, ``data_received``, its ``heartbeat_frame``,
+  its error frames (``fail``) and its handshake expiry.
 
 Every method runs on the event loop thread, the engine's only owner.
 """
