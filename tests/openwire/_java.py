@@ -7,8 +7,9 @@ Theory of operation: :func:`compile_java` finds ``javac``/``java`` (JDK 17) and 
 ``/usr/share/java`` (``libactivemq-java``; Spring's from ``libspring-jms-java``), compiles the
 given sources into a directory with ``javac``, and answers the ``java -cp ...`` prefix that
 runs them. When a tool or jar is missing it raises :class:`JavaMissing` saying what to
-install (``tools/system-deps.sh`` installs both packages); :func:`program` turns that into
-``pytest.skip`` with that reason. :func:`reference_broker` runs ActiveMQ's own broker,
+install (``tools/system-deps.sh`` installs both packages); :func:`compiled` (and
+:func:`program`) turn that into ``pytest.skip`` with that reason; :func:`has_jars` asks
+before an optional part (Spring's scenario). :func:`reference_broker` runs ActiveMQ's own broker,
 embedded from Debian's jars, as the reference the tests and the benchmark compare ternmq
 with. The rest drives ``java/OpenWireMapping.java`` for the mapping tests.
 """
@@ -97,16 +98,32 @@ def compile_java(
     return [java, "-cp", f"{out}:{path}"]
 
 
+def compiled(
+    sources: Sequence[pathlib.Path], out: pathlib.Path, *jar_sets: Sequence[str]
+) -> list[str]:
+    """:func:`compile_java` for a test (``[java, -cp, PATH]``); skips the calling test
+    (saying what to install) when Java or a jar is missing."""
+    try:
+        return compile_java(sources, out, *jar_sets)
+    except JavaMissing as missing:
+        pytest.skip(str(missing))
+
+
 def program(
     sources: Sequence[pathlib.Path], out: pathlib.Path, main_class: str, *jar_sets: Sequence[str]
 ) -> list[str]:
-    """:func:`compile_java` for a test: the command line that runs ``main_class``; skips the
-    calling test (saying what to install) when Java or a jar is missing."""
+    """:func:`compiled` with ``jar_sets`` (default: CLIENT_JARS): the command line that runs
+    ``main_class``."""
+    return [*compiled(sources, out, *(jar_sets or (CLIENT_JARS,))), main_class]
+
+
+def has_jars(*jar_sets: Sequence[str]) -> bool:
+    """Whether every jar of ``jar_sets`` is in ``/usr/share/java``."""
     try:
-        java = compile_java(sources, out, *(jar_sets or (CLIENT_JARS,)))
-    except JavaMissing as missing:
-        pytest.skip(str(missing))
-    return [*java, main_class]
+        classpath(*jar_sets)
+    except JavaMissing:
+        return False
+    return True
 
 
 @contextlib.contextmanager

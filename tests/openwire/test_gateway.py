@@ -138,26 +138,12 @@ def test_a_persistent_send_is_answered_once_durable(tmp_path: pathlib.Path) -> N
 
 
 def test_tls_openwire_listener(tmp_path: pathlib.Path) -> None:
-    import re
-    import ssl
+    from _openssl import tls_listener, tls_listener_port
 
-    from _openssl import self_signed_cert
-
-    made = self_signed_cert(tmp_path, "openwire")
-    if made is None:
-        pytest.skip("no openssl command")
-    cert, key = made
-    config = (
-        f'[[listeners]]\nprotocol = "openwire"\nport = 0\n'
-        f'tls = {{ cert = "{cert}", key = "{key}" }}\n'
-    )
+    config, ctx = tls_listener(tmp_path, "openwire")
     proc, _ = start_server(tmp_path, config)
     try:
-        line = proc.wait_log(r"event=listening protocol=openwire address=tls://")
-        m = re.search(r"tls://127\.0\.0\.1:(\d+)", line)
-        assert m is not None
-        ctx = ssl.create_default_context(cafile=cert)
-        with OpenWireRaw(int(m.group(1)), tls=ctx) as cl:
+        with OpenWireRaw(tls_listener_port(proc, "openwire"), tls=ctx) as cl:
             assert type(cl.connect()) is ow.Response
             sess = cl.session()
             prod = cl.producer(sess)

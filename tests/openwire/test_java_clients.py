@@ -34,9 +34,8 @@ from openwire._java import (
     CLIENT_JARS,
     QUIET_LOGGING,
     SPRING_JARS,
-    JavaMissing,
-    classpath,
-    compile_java,
+    compiled,
+    has_jars,
     reference_broker,
 )
 from server._support import ServerProcess
@@ -73,18 +72,11 @@ def java(tmp_path_factory: pytest.TempPathFactory) -> JavaPrograms:
     """Compile the runner (and Spring's scenario when its jars are there)."""
     sources = [CLIENTS / "ScenarioRunner.java", CLIENTS / "ReferenceBroker.java"]
     jar_sets = [CLIENT_JARS, BROKER_JARS, QUIET_LOGGING]
-    try:
-        classpath(SPRING_JARS)
-    except JavaMissing:
-        spring = False
-    else:
-        spring = True
+    spring = has_jars(SPRING_JARS)
+    if spring:
         sources.append(CLIENTS / "SpringScenario.java")
         jar_sets.append(SPRING_JARS)
-    try:
-        command = compile_java(sources, tmp_path_factory.mktemp("java-clients"), *jar_sets)
-    except JavaMissing as missing:
-        pytest.skip(str(missing))
+    command = compiled(sources, tmp_path_factory.mktemp("java-clients"), *jar_sets)
     quiet = "-Dorg.apache.commons.logging.Log=org.apache.commons.logging.impl.NoOpLog"
     return JavaPrograms([command[0], "-Xmx256m", quiet, *command[1:]], spring)
 

@@ -11,14 +11,13 @@ printed on failure and can be fixed with ``TERNMQ_FUZZ_SEED``.
 
 from __future__ import annotations
 
-import os
 import random
 import socket
 import struct
-import threading
 import time
 from typing import Any
 
+from _live_fuzz import assert_serving, fuzz_seconds, fuzz_seed, run_fuzz
 from ternmq.client import ConnectionFactory
 from ternmq.destination import Queue
 from ternmq.message import TextMessage
@@ -28,11 +27,8 @@ from ternmq.protocol.frames import PREAMBLE, encode
 from ._support import HOST, text_message, works
 from .conftest import Serve
 
-SECONDS = float(
-    os.environ.get("TERNMQ_FUZZ_SECONDS")
-    or (60 if os.environ.get("CI", "").lower() == "true" else 5)
-)
-SEED = int(os.environ.get("TERNMQ_FUZZ_SEED", random.SystemRandom().randrange(2**31)))
+SECONDS = fuzz_seconds(ci=60, local=5)
+SEED = fuzz_seed()
 WORKERS = 12
 CONFIG = """
 [broker]
@@ -187,28 +183,9 @@ def _one_connection(rnd: random.Random, port: int) -> None:
 
 def test_live_fuzz_many_connections(serve: Serve) -> None:
     server = serve(CONFIG)
-    deadline = time.monotonic() + SECONDS
-    failures: list[str] = []
-    counts = [0] * WORKERS
-
-    def worker(n: int) -> None:
-        rnd = random.Random(SEED * 1000 + n)
-        try:
-            while time.monotonic() < deadline:
-                _one_connection(rnd, server.port)
-                counts[n] += 1
-        except Exception as exc:  # a connect refused would mean the server died
-            failures.append(f"worker {n}: {type(exc).__name__}: {exc}")
-
-    threads = [threading.Thread(target=worker, args=(n,), daemon=True) for n in range(WORKERS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(SECONDS + 30)
-    where = f"TERNMQ_FUZZ_SEED={SEED}, {sum(counts)} connections"
-    assert not any(t.is_alive() for t in threads), f"a fuzz worker hung ({where})"
-    assert not failures, f"{failures[:3]} ({where})"
-    assert server.proc.poll() is None, f"the server died ({where}):\n{server.log()[-3000:]}"
+    run = run_fuzz(_one_connection, server.port, seconds=SECONDS, seed=SEED, workers=WORKERS)
+    where = run.where
+    assert_serving(server, where)
     works(server.port, "queue://after-fuzz")  # raw frames: Connect, CreateSession, Send -> Ok
     # and the real client: a clean connection sends a message and receives it back
     with ConnectionFactory(f"tcp://{HOST}:{server.port}").create_connection() as conn:
@@ -218,7 +195,5 @@ def test_live_fuzz_many_connections(serve: Serve) -> None:
         session.create_producer(queue).send(session.create_text_message("clean"))
         got = session.create_consumer(queue).receive(10.0)
     assert isinstance(got, TextMessage) and got.text == "clean", f"{where}: got {got!r}"
-    log = server.log()
-    internal = [ln for ln in log.splitlines() if "internal_error" in ln or "Traceback" in ln]
-    assert not internal, f"{where}: " + "\n".join(internal[:5])
+    assert_serving(server, where)
     assert server.stop(timeout=20) == 0, where

@@ -650,25 +650,12 @@ def test_stomp_detected_on_the_main_port(tmp_path: pathlib.Path, transport: Tran
 
 @tcp_only("the STOMP TLS listener; TLS for /stomp is the HTTP listener's (wss)")
 def test_tls_stomp_listener(tmp_path: pathlib.Path, transport: Transport) -> None:
-    import re
-    import ssl
+    from _openssl import tls_listener, tls_listener_port
 
-    from _openssl import self_signed_cert
-
-    made = self_signed_cert(tmp_path, "stomp")
-    if made is None:
-        pytest.skip("no openssl command")
-    cert, key = made
-    config = (
-        f'[[listeners]]\nprotocol = "stomp"\nport = 0\ntls = {{ cert = "{cert}", key = "{key}" }}\n'
-    )
+    config, ctx = tls_listener(tmp_path, "stomp")
     server, _ = start_server(tmp_path, config)
     try:
-        line = server.wait_log(r"event=listening protocol=stomp address=tls://")
-        m = re.search(r"tls://127\.0\.0\.1:(\d+)", line)
-        assert m is not None
-        ctx = ssl.create_default_context(cafile=cert)
-        with StompRaw(int(m.group(1)), tls=ctx) as cl:
+        with StompRaw(tls_listener_port(server, "stomp"), tls=ctx) as cl:
             cl.connect()
             subscribe(cl, "/queue/conf.tls")
             send(cl, "/queue/conf.tls", b"secret")

@@ -9,24 +9,20 @@ seed is printed on failure and can be fixed with ``TERNMQ_FUZZ_SEED``.
 
 from __future__ import annotations
 
-import os
 import pathlib
 import random
 import socket
-import threading
 import time
 
 import pytest
 
+from _live_fuzz import assert_serving, fuzz_seconds, fuzz_seed, run_fuzz
 from ternmq.protocol.stomp import CLIENT_COMMANDS, encode_frame
 
 from ._support import HOST, StompRaw, start_server
 
-SECONDS = float(
-    os.environ.get("TERNMQ_FUZZ_SECONDS")
-    or (60 if os.environ.get("CI", "").lower() == "true" else 15)
-)
-SEED = int(os.environ.get("TERNMQ_FUZZ_SEED", random.SystemRandom().randrange(2**31)))
+SECONDS = fuzz_seconds(ci=60, local=15)
+SEED = fuzz_seed()
 WORKERS = 8
 CONFIG = """
 [limits]
@@ -101,34 +97,29 @@ def _frame(rng: random.Random) -> bytes:
     return data
 
 
-def _worker(port: int, seed: int, deadline: float, errors: list[BaseException]) -> None:
-    rng = random.Random(seed)
+def _connection(rng: random.Random, port: int) -> None:
     try:
-        while time.monotonic() < deadline:
+        sock = socket.create_connection((HOST, port), timeout=2)
+    except OSError:
+        time.sleep(0.05)
+        return
+    try:
+        sock.settimeout(0.2)
+        if rng.random() < 0.8:
+            sock.sendall(b"CONNECT\naccept-version:1.0,1.1,1.2\n\n\x00")
+        if rng.random() < 0.1:
+            sock.sendall(rng.randbytes(rng.randrange(1, 4000)))
+        for _ in range(rng.randrange(1, 30)):
+            sock.sendall(_frame(rng))
             try:
-                sock = socket.create_connection((HOST, port), timeout=2)
-            except OSError:
-                time.sleep(0.05)
-                continue
-            try:
-                sock.settimeout(0.2)
-                if rng.random() < 0.8:
-                    sock.sendall(b"CONNECT\naccept-version:1.0,1.1,1.2\n\n\x00")
-                if rng.random() < 0.1:
-                    sock.sendall(rng.randbytes(rng.randrange(1, 4000)))
-                for _ in range(rng.randrange(1, 30)):
-                    sock.sendall(_frame(rng))
-                    try:
-                        if not sock.recv(65536):
-                            break
-                    except (TimeoutError, BlockingIOError):
-                        pass
-            except OSError:
+                if not sock.recv(65536):
+                    break
+            except (TimeoutError, BlockingIOError):
                 pass
-            finally:
-                sock.close()
-    except BaseException as exc:
-        errors.append(exc)
+    except OSError:
+        pass
+    finally:
+        sock.close()
 
 
 @pytest.mark.slow
@@ -136,22 +127,8 @@ def _worker(port: int, seed: int, deadline: float, errors: list[BaseException]) 
 def test_random_frames_leave_the_server_serving(tmp_path: pathlib.Path) -> None:
     server, port = start_server(tmp_path, CONFIG)
     try:
-        deadline = time.monotonic() + SECONDS
-        errors: list[BaseException] = []
-        threads = [
-            # Daemons: a worker stuck past its join could never keep the test process alive.
-            threading.Thread(target=_worker, args=(port, SEED + i, deadline, errors), daemon=True)
-            for i in range(WORKERS)
-        ]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(max(0.0, deadline - time.monotonic()) + 30)
-        assert not any(t.is_alive() for t in threads), f"seed {SEED}: a worker hung"
-        assert not errors, f"seed {SEED}: {errors[0]!r}"
-        assert server.proc.poll() is None, f"seed {SEED}: the server died\n{server.log()}"
-        log = server.log()
-        assert "internal_error" not in log and "Traceback" not in log, f"seed {SEED}:\n{log}"
+        where = run_fuzz(_connection, port, seconds=SECONDS, seed=SEED, workers=WORKERS).where
+        log = assert_serving(server, where)
         assert "event=protocol_error" in log  # the fuzz reached the gateway
         with StompRaw(port) as cl:
             cl.connect()

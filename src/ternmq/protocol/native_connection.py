@@ -61,6 +61,7 @@ from collections.abc import Sequence
 from typing import Final, get_args
 
 from ternmq.protocol import commands as c
+from ternmq.protocol._server_connection import ServerConnection, Timeout
 from ternmq.protocol.frames import (
     DEFAULT_MAX_FRAME,
     MAGIC,
@@ -113,15 +114,6 @@ class Input(enum.Enum):
     ACCEPTED = "accepted"
     REFUSED = "refused"
     CLOSE = "close"
-
-
-class Timeout(enum.Enum):
-    """What :meth:`NativeServerConnection.check_timers` asks the caller to do."""
-
-    HEARTBEAT = "heartbeat"  # write HEARTBEAT_FRAME now
-    PEER_DEAD = "peer_dead"  # silent for two intervals: close, release what it held
-    HANDSHAKE = "handshake"  # not OPEN within handshake_timeout: close
-    FRAME = "frame"  # a frame started frame_timeout ago is still incomplete: close
 
 
 _HANDSHAKE_STATES: Final = (State.PREAMBLE, State.CONNECT, State.AUTH)
@@ -224,7 +216,7 @@ def _problem(state: State, inp: Input, name: str) -> str:
     return f"{name} is not expected while the connection is in state {state.value}"
 
 
-class NativeServerConnection:
+class NativeServerConnection(ServerConnection[State, Input, Event, WireCommand]):
     """The server side of one native-protocol connection (see the module doc).
 
     Args:
@@ -239,7 +231,6 @@ class NativeServerConnection:
 
     __slots__ = (
         "_decoder",
-        "_held",
         "_max_frame",
         "_pre",
         "frame_started",
@@ -249,8 +240,12 @@ class NativeServerConnection:
         "heartbeat",
         "last_heard",
         "probed",
-        "state",
     )
+
+    _transitions = TRANSITIONS
+    _refused = Input.REFUSED
+    _close = Input.CLOSE
+    _closed_state = _CLOSED
 
     def __init__(
         self,
@@ -275,16 +270,10 @@ class NativeServerConnection:
         self.frame_started: float | None = None  # when the decoder's partial frame began
         self._held: list[WireCommand] = []
 
-    def _step(self, inp: Input, name: str, before: Sequence[Event] = ()) -> None:
-        """Take the transition of ``inp``.
-
-        Raises:
-            ProtocolViolation: no transition for ``(state, inp)``; the state is unchanged.
-        """
-        nxt = TRANSITIONS.get((self.state, inp))
-        if nxt is None:
-            raise ProtocolViolation(_problem(self.state, inp, name), before=before)
-        self.state = nxt
+    def _violation(
+        self, inp: Input, name: str, before: Sequence[Event], receipt: str | None
+    ) -> ProtocolViolation:
+        return ProtocolViolation(_problem(self.state, inp, name), before=before)
 
     # ---- input -----------------------------------------------------------------------------
     def receive_requests(self, data: bytes, now: float) -> list[c.Request]:
@@ -425,25 +414,8 @@ class NativeServerConnection:
         held, self._held = self._held, []
         return self._judge(held)
 
-    def refuse(self) -> None:
-        """The credentials of ``Connect`` are refused: AUTH -> CLOSED (send the refusal,
-        then close the socket).
-
-        Raises:
-            ProtocolViolation: the connection is not AUTH.
-        """
-        self._step(Input.REFUSED, "refused")
-        self._held.clear()
-        self._decoder.release()
-
-    def close(self) -> None:
-        """The caller closes the connection: any state but CLOSED -> CLOSED.
-
-        Raises:
-            ProtocolViolation: the connection is already CLOSED.
-        """
-        self._step(Input.CLOSE, "close")
-        self._held.clear()
+    def _release(self) -> None:
+        """Return the decoder's and the preamble's buffers (once CLOSED)."""
         self._decoder.release()
         self._pre = bytearray()
 

@@ -66,6 +66,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from ternmq.protocol import openwire as ow
+from ternmq.protocol._server_connection import ServerConnection, Timeout
 
 __all__ = [
     "TRANSITIONS",
@@ -106,15 +107,6 @@ class Input(enum.Enum):
     ACCEPTED = "accepted"
     REFUSED = "refused"
     CLOSE = "close"
-
-
-class Timeout(enum.Enum):
-    """What :meth:`OpenWireServerConnection.check_timers` asks the caller to do."""
-
-    KEEPALIVE = "keepalive"  # write keepalive_frame() now
-    PEER_DEAD = "peer_dead"  # silent for a whole inactivity window: close, release
-    HANDSHAKE = "handshake"  # not OPEN within handshake_timeout: close
-    FRAME = "frame"  # a frame started frame_timeout ago is still incomplete: close
 
 
 # (state, input) -> next state; a pair not here is a protocol error.
@@ -211,7 +203,7 @@ def _problem(state: State, inp: Input, name: str) -> str:
     return f"{name} is not expected while the connection is in state {state.value}"
 
 
-class OpenWireServerConnection:
+class OpenWireServerConnection(ServerConnection[State, Input, Event, ow.DataStructure]):
     """The server side of one OpenWire connection (see the module doc).
 
     Args:
@@ -234,6 +226,11 @@ class OpenWireServerConnection:
         last_heard: when octets last arrived.
         frame_started: when the parser's partial frame began, or None.
     """
+
+    _transitions = TRANSITIONS
+    _refused = Input.REFUSED
+    _close = Input.CLOSE
+    _closed_state = _CLOSED
 
     def __init__(
         self,
@@ -271,16 +268,10 @@ class OpenWireServerConnection:
         self.last_heard = now
         self._held: list[ow.DataStructure] = []
 
-    def _step(self, inp: Input, name: str, before: Sequence[Event] = ()) -> None:
-        """Take the transition of ``inp``.
-
-        Raises:
-            ProtocolViolation: no transition for ``(state, inp)``; the state is unchanged.
-        """
-        nxt = TRANSITIONS.get((self.state, inp))
-        if nxt is None:
-            raise ProtocolViolation(_problem(self.state, inp, name), before=before)
-        self.state = nxt
+    def _violation(
+        self, inp: Input, name: str, before: Sequence[Event], receipt: str | None
+    ) -> ProtocolViolation:
+        return ProtocolViolation(_problem(self.state, inp, name), before=before)
 
     # ---- input -----------------------------------------------------------------------------
     def _parse(self, data: bytes, now: float) -> list[ow.DataStructure]:
@@ -417,25 +408,6 @@ class OpenWireServerConnection:
         self.parser.max_frame_size = self.max_frame
         held, self._held = self._held, []
         return self._judge(held)
-
-    def refuse(self) -> None:
-        """The credentials are refused: AUTH -> CLOSED (write the ExceptionResponse, then
-        close the socket).
-
-        Raises:
-            ProtocolViolation: the connection is not AUTH.
-        """
-        self._step(Input.REFUSED, "refused")
-        self._held.clear()
-
-    def close(self) -> None:
-        """The caller closes the connection: any state but CLOSED -> CLOSED.
-
-        Raises:
-            ProtocolViolation: the connection is already CLOSED.
-        """
-        self._step(Input.CLOSE, "close")
-        self._held.clear()
 
     # ---- output ---------------------------------------------------------------------------
     @staticmethod

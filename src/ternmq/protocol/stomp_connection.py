@@ -69,6 +69,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from ternmq._version import __version__
+from ternmq.protocol._server_connection import ServerConnection, Timeout
 from ternmq.protocol.stomp import (
     CLIENT_COMMANDS,
     HEARTBEAT,
@@ -120,15 +121,6 @@ class Input(enum.Enum):
     ACCEPTED = "accepted"
     REFUSED = "refused"
     CLOSE = "close"
-
-
-class Timeout(enum.Enum):
-    """What :meth:`StompServerConnection.check_timers` asks the caller to do."""
-
-    HEARTBEAT = "heartbeat"  # write HEARTBEAT_EOL now
-    PEER_DEAD = "peer_dead"  # silent for two receive intervals: close, release what it held
-    HANDSHAKE = "handshake"  # not OPEN within handshake_timeout: close
-    FRAME = "frame"  # a frame started frame_timeout ago is still incomplete: close
 
 
 # (state, input) -> next state; a pair not here is a protocol error.
@@ -289,7 +281,7 @@ def _plain(value: str) -> str:
     return value.replace("\r", " ").replace("\n", " ")
 
 
-class StompServerConnection:
+class StompServerConnection(ServerConnection[State, Input, Event, StompFrame]):
     """The server side of one STOMP connection (see the module doc).
 
     Args:
@@ -313,7 +305,6 @@ class StompServerConnection:
     """
 
     __slots__ = (
-        "_held",
         "frame_started",
         "frame_timeout",
         "handshake_deadline",
@@ -327,9 +318,13 @@ class StompServerConnection:
         "parser",
         "receive_interval",
         "send_interval",
-        "state",
         "version",
     )
+
+    _transitions = TRANSITIONS
+    _refused = Input.REFUSED
+    _close = Input.CLOSE
+    _closed_state = _CLOSED
 
     def __init__(
         self,
@@ -359,20 +354,10 @@ class StompServerConnection:
         self.last_sent = now
         self._held: list[StompFrame] = []
 
-    def _step(
-        self, inp: Input, command: str, before: Sequence[Event] = (), receipt: str | None = None
-    ) -> None:
-        """Take the transition of ``inp``.
-
-        Raises:
-            ProtocolViolation: no transition for ``(state, inp)``; the state is unchanged.
-        """
-        nxt = TRANSITIONS.get((self.state, inp))
-        if nxt is None:
-            raise ProtocolViolation(
-                _problem(self.state, inp, command), before=before, receipt_id=receipt
-            )
-        self.state = nxt
+    def _violation(
+        self, inp: Input, name: str, before: Sequence[Event], receipt: str | None
+    ) -> ProtocolViolation:
+        return ProtocolViolation(_problem(self.state, inp, name), before=before, receipt_id=receipt)
 
     # ---- input -----------------------------------------------------------------------------
     def _parse(self, data: bytes, now: float, before: Sequence[Event] = ()) -> list[object]:
@@ -522,25 +507,6 @@ class StompServerConnection:
             raise ProtocolViolation(f"take_held needs an open connection, not {self.state.value}")
         held, self._held = self._held, []
         return self._judge(held)
-
-    def refuse(self) -> None:
-        """The credentials of CONNECT are refused: AUTH -> CLOSED (send the ERROR frame,
-        then close the socket).
-
-        Raises:
-            ProtocolViolation: the connection is not AUTH.
-        """
-        self._step(Input.REFUSED, "refused")
-        self._held.clear()
-
-    def close(self) -> None:
-        """The caller closes the connection: any state but CLOSED -> CLOSED.
-
-        Raises:
-            ProtocolViolation: the connection is already CLOSED.
-        """
-        self._step(Input.CLOSE, "close")
-        self._held.clear()
 
     # ---- output ---------------------------------------------------------------------------
     def sent(self, now: float) -> None:

@@ -19,8 +19,13 @@ and that plumbing is the same for every protocol, so it lives here once:
   many requests awaiting replies) and resumed when the last reason goes, the handshake
   timer, close after the queued output (aborted after ``limits.shutdown_grace`` if the peer
   never reads), and the cleanup when the socket is gone (what the connection held in the
-  broker is released, REL-10). A subclass supplies the protocol: ``data_received``, its
-  state (:meth:`~GatewayConnection._mark_closed`), its timers and its handshake expiry.
+  broker is released, REL-10). What every protocol does alike around its sans-IO
+  connection (``wire``, a :class:`Wire`) is here too: the timer sweep
+  (:meth:`~GatewayConnection.check_timers`), the refusal of credentials and the opening of
+  the broker side once they are accepted, the report of a protocol error, the handshake
+  timeout's log line, and closing the wire once (:meth:`~GatewayConnection._mark_closed`).
+  A subclass supplies the protocol: ``wire``, ``data_received``, its ``heartbeat_frame``,
+  its error frames (``fail``) and its handshake expiry.
 
 Every method runs on the event loop thread, the engine's only owner.
 """
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import enum
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -37,11 +43,12 @@ from typing import ClassVar, Protocol, cast
 from ternmq.broker._records import Emit
 from ternmq.broker.engine import Broker, BrokerConnection
 from ternmq.protocol import commands as c
+from ternmq.protocol._server_connection import Timeout
 from ternmq.server.admission import PasswordCheck
 from ternmq.server.config import Limits
 from ternmq.server.logs import log_event
 
-__all__ = ["ConnectionHost", "GatewayConnection", "OwnerBatches"]
+__all__ = ["ConnectionHost", "GatewayConnection", "OwnerBatches", "Wire"]
 
 log = logging.getLogger("ternmq.server")
 
@@ -55,6 +62,38 @@ class OwnerBatches(Protocol):
     @property
     def batches(self) -> int:
         """Batches received so far."""
+        ...
+
+
+class Wire(Protocol):
+    """What the I/O half asks of a protocol's sans-IO connection: its timers, and to close
+    it (``protocol._server_connection.ServerConnection`` is one)."""
+
+    @property
+    def state(self) -> enum.Enum:
+        """Where the connection is in its life (its ``value`` is logged)."""
+        ...
+
+    @property
+    def last_heard(self) -> float:
+        """When octets last arrived (loop time)."""
+        ...
+
+    def check_timers(self, now: float, last_sent: float) -> Timeout | None:
+        """What to do at ``now``, given the caller last wrote at ``last_sent``."""
+        ...
+
+    def refuse(self) -> None:
+        """The credentials are refused: AUTH -> CLOSED."""
+        ...
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection is CLOSED."""
+        ...
+
+    def close(self) -> None:
+        """Any state but CLOSED -> CLOSED."""
         ...
 
 
@@ -155,6 +194,12 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
     #: The wire protocol this gateway speaks (the ``protocol`` label of the metrics).
     protocol: ClassVar[str] = "native"
 
+    #: The protocol's sans-IO connection (a subclass narrows the type and sets it).
+    wire: Wire
+
+    #: What the connection writes when its wire asks for a heartbeat (Timeout.HEARTBEAT).
+    heartbeat_frame: ClassVar[bytes]
+
     def __init__(self, host: ConnectionHost, scheme: str) -> None:
         self.host = host
         self.scheme = scheme
@@ -180,16 +225,8 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
 
     # ---- what a protocol supplies ---------------------------------------------------------
     @abc.abstractmethod
-    def _mark_closed(self) -> bool:
-        """Switch the protocol state to closed; False if it already was."""
-
-    @abc.abstractmethod
     def _handshake_expired(self) -> None:
         """The handshake timer fired: close the connection if it is not open yet."""
-
-    @abc.abstractmethod
-    def check_timers(self, now: float) -> None:
-        """The server's periodic sweep at loop time ``now``: heartbeats, dead peers."""
 
     @abc.abstractmethod
     def fail(self, problem: str) -> None:
@@ -398,13 +435,79 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         check = self._auth_check
         return check is not None and check.queued
 
+    def _protocol_error(self, problem: str, reply: bytes) -> None:
+        """The peer broke the protocol: log ``protocol_error`` (with the wire's state), write
+        ``reply`` (the protocol's error frame; may be empty) and close, releasing what the
+        connection held; nothing once the wire is closed."""
+        wire = self.wire
+        if wire.closed:
+            return
+        log_event(
+            log,
+            logging.WARNING,
+            "protocol_error",
+            peer=self.peer,
+            conn=self._conn_id,
+            user=self.user,
+            protocol=self.protocol,
+            state=wire.state.value,
+            problem=problem,
+        )
+        if reply:
+            self._write(reply)
+        self.close("protocol error", drop=True)
+
+    def _refuse(self, user: str | None, reason: str, reply: bytes) -> None:
+        """The credentials of ``user`` were refused for ``reason``: log ``auth_failed``,
+        close the wire, write ``reply`` (the protocol's refusal; may be empty) and close the
+        socket after it (the broker side was never opened)."""
+        log_event(log, logging.WARNING, "auth_failed", peer=self.peer, user=user, reason=reason)
+        self.wire.refuse()
+        if reply:
+            self._write(reply)
+        self._shut("authentication failed", drop=False)
+
     def _opened(self) -> None:
         """The connection is authenticated: tell the host it is no longer pending."""
         self._auth_check = None
         if self.pending:
             self.host.opened(self)
 
+    def _authenticated(self, broker: Broker, emit: Emit, user: str | None) -> BrokerConnection:
+        """The credentials of ``user`` were accepted (the wire is OPEN): stop the handshake
+        timer, tell the host, and open the broker side (output to ``emit``; it exists, and
+        counts against ``max_connections``, only from now on), acting as the host's
+        principal of ``user``. Answers the broker side (``self.conn``)."""
+        self._cancel_handshake_timer()
+        self._opened()
+        self.conn = conn = self._attach(broker, emit)
+        self.user = self.host.principal(user)
+        return conn
+
+    def _log_open(self, client_id: str | None, **fields: object) -> None:
+        """Log ``connection_open`` (with the protocol's own ``fields``)."""
+        log_event(
+            log,
+            logging.INFO,
+            "connection_open",
+            peer=self.peer,
+            conn=self._conn_id,
+            user=self.user,
+            client_id=client_id,
+            listener=self.scheme,
+            protocol=self.protocol,
+            **fields,
+        )
+
     # ---- closing --------------------------------------------------------------------------
+    def _mark_closed(self) -> bool:
+        """Switch the protocol state to closed; False if it already was."""
+        wire = self.wire
+        if wire.closed:
+            return False
+        wire.close()
+        return True
+
     def close(self, reason: str, *, drop: bool = False) -> None:
         """Close the socket after what is queued for it; with ``drop``, release what the
         connection held in the broker first (never from inside an engine callback)."""
@@ -455,6 +558,43 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         )
 
     # ---- timers ---------------------------------------------------------------------------
+    def check_timers(self, now: float) -> None:
+        """The server's periodic sweep at loop time ``now``: write a heartbeat when the wire
+        asks for one; close a dead peer, an expired read deadline or handshake."""
+        wire = self.wire
+        action = wire.check_timers(now, self.last_sent)
+        if action is None:
+            return
+        if action is Timeout.HEARTBEAT:
+            self._write(self.heartbeat_frame)
+            self.last_sent = now
+        elif action is Timeout.PEER_DEAD:
+            self._peer_dead(now - wire.last_heard)
+        elif action is Timeout.FRAME:
+            self._frame_expired(now)
+        else:
+            self._handshake_expired()
+
+    def _frame_expired(self, now: float) -> None:
+        """A frame started ``frame_timeout`` ago is still incomplete at ``now``: report it
+        in the protocol's error frame and close."""
+        self.fail("a frame took longer than frame_timeout to arrive: send whole frames")
+
+    def _handshake_timed_out(self, reply: bytes = b"", problem: str | None = None) -> None:
+        """Log ``handshake_timeout`` (with ``problem`` if given), write ``reply`` (the
+        protocol's error frame, if it sends one) and close, releasing what was held."""
+        log_event(
+            log,
+            logging.WARNING,
+            "handshake_timeout",
+            peer=self.peer,
+            protocol=self.protocol,
+            problem=problem,
+        )
+        if reply:
+            self._write(reply)
+        self.close("handshake timeout", drop=True)
+
     def _on_handshake_timer(self) -> None:
         self._handshake_timer = None
         self._handshake_expired()

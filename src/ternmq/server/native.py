@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Sequence
-from typing import Final, cast
+from typing import ClassVar, Final, cast
 
 import msgspec
 
@@ -48,7 +48,6 @@ from ternmq.protocol.native_connection import (
     PreambleReceived,
     ProtocolViolation,
     State,
-    Timeout,
     error_frame,
 )
 from ternmq.server._gateway import ConnectionHost, GatewayConnection
@@ -73,6 +72,9 @@ class NativeConnection(GatewayConnection):
         host: the server that owns the broker.
         scheme: ``tcp`` or ``tls`` (for logs).
     """
+
+    wire: NativeServerConnection
+    heartbeat_frame: ClassVar[bytes] = HEARTBEAT_FRAME
 
     def __init__(self, host: ConnectionHost, scheme: str) -> None:
         super().__init__(host, scheme)
@@ -182,37 +184,19 @@ class NativeConnection(GatewayConnection):
         if wire.state is not _AUTH:
             return  # closed meanwhile
         if error is not None:
-            log_event(
-                log, logging.WARNING, "auth_failed", peer=self.peer, user=req.user, reason=error
-            )
-            wire.refuse()
-            self._write(encode(c.Error(corr=req.corr, kind="JMSSecurityException", message=error)))
-            self._shut("authentication failed", drop=False)
+            refusal = c.Error(corr=req.corr, kind="JMSSecurityException", message=error)
+            self._refuse(req.user, error, encode(refusal))
             return
         broker = self.host.broker
         if broker is None:
             return  # the server stopped meanwhile
         wire.accept()
-        self._cancel_handshake_timer()
-        self._opened()
-        # The broker side exists (and counts against max_connections) only once the peer
-        # is authenticated.
-        self.conn = self._attach(broker, self._emit)
-        self.user = self.host.principal(req.user)
+        self._authenticated(broker, self._emit, req.user)
         self._handle(msgspec.structs.replace(req, user=self.user, password=None))
         if self.wire.state is not _OPEN:  # (accept() made it OPEN; Connect may close it)
             self.host.rearm()
             return
-        log_event(
-            log,
-            logging.INFO,
-            "connection_open",
-            peer=self.peer,
-            conn=self._conn_id,
-            user=self.user,
-            client_id=req.client_id,
-            listener=self.scheme,
-        )
+        self._log_open(req.client_id)
         self._resume("auth")
         try:
             held = wire.take_held()
@@ -241,32 +225,19 @@ class NativeConnection(GatewayConnection):
             self.close("disconnected")
 
     # ---- timers ---------------------------------------------------------------------------
-    def check_timers(self, now: float) -> None:
-        """The server's sweep: send a heartbeat, close a dead peer or an expired handshake."""
-        wire = self.wire
-        action = wire.check_timers(now, self.last_sent)
-        if action is None:
-            return
-        if action is Timeout.HEARTBEAT:
-            self._write(HEARTBEAT_FRAME)
-            self.last_sent = now
-        elif action is Timeout.PEER_DEAD:
-            self._peer_dead(now - wire.last_heard)
-        elif action is Timeout.FRAME:
-            problem, reply = wire.frame_expired(now)
-            log_event(
-                log,
-                logging.WARNING,
-                "frame_timeout",
-                peer=self.peer,
-                conn=self._conn_id,
-                user=self.user,
-                problem=problem,
-            )
-            self._write(reply)
-            self.close("frame timeout", drop=True)
-        else:
-            self._handshake_expired()
+    def _frame_expired(self, now: float) -> None:
+        problem, reply = self.wire.frame_expired(now)
+        log_event(
+            log,
+            logging.WARNING,
+            "frame_timeout",
+            peer=self.peer,
+            conn=self._conn_id,
+            user=self.user,
+            problem=problem,
+        )
+        self._write(reply)
+        self.close("frame timeout", drop=True)
 
     def _handshake_expired(self) -> None:
         wire = self.wire
@@ -277,35 +248,12 @@ class NativeConnection(GatewayConnection):
             problem = (
                 "password check still queued" if self.auth_queued else "password check running"
             ) + f": {problem}"
-        log_event(log, logging.WARNING, "handshake_timeout", peer=self.peer, problem=problem)
-        if reply:
-            self._write(reply)
-        self.close("handshake timeout", drop=True)
+        self._handshake_timed_out(reply, problem)
 
     # ---- closing --------------------------------------------------------------------------
-    def _mark_closed(self) -> bool:
-        wire = self.wire
-        if wire.state is _CLOSED:
-            return False
-        wire.close()
-        return True
-
     def fail(self, problem: str, *, preamble: bool = False) -> None:
-        """Report a protocol violation to the peer (one ``Error`` frame) and close."""
-        wire = self.wire
-        if wire.state is _CLOSED:
-            return
-        log_event(
-            log,
-            logging.WARNING,
-            "protocol_error",
-            peer=self.peer,
-            conn=self._conn_id,
-            user=self.user,
-            state=wire.state.value,
-            problem=problem,
-        )
-        if preamble:
-            self._write(PREAMBLE)  # so that a ternmq peer of another version can read why
-        self._write(error_frame(problem))
-        self.close("protocol error", drop=True)
+        """Report a protocol violation to the peer (one ``Error`` frame, after the server's
+        preamble with ``preamble``: a ternmq peer of another version can read why) and
+        close."""
+        reply = error_frame(problem)
+        self._protocol_error(problem, PREAMBLE + reply if preamble else reply)

@@ -92,7 +92,6 @@ from ternmq.protocol.openwire_connection import (
     OpenWireServerConnection,
     ProtocolViolation,
     State,
-    Timeout,
     exception_response,
 )
 from ternmq.server._gateway import ConnectionHost, GatewayConnection
@@ -103,7 +102,6 @@ from ternmq.server._openwire_mapping import (
     openwire_destination,
     openwire_message,
 )
-from ternmq.server.logs import log_event
 
 __all__ = ["ADVISORY_PREFIX", "OpenWireConnection", "is_openwire_start"]
 
@@ -232,6 +230,8 @@ class OpenWireConnection(GatewayConnection):
     """
 
     protocol: ClassVar[str] = "openwire"  # in connection lists and ternmq_connections
+    wire: OpenWireServerConnection
+    heartbeat_frame: ClassVar[bytes] = OpenWireServerConnection.keepalive_frame()
 
     def __init__(self, host: ConnectionHost, scheme: str) -> None:
         super().__init__(host, scheme)
@@ -501,24 +501,13 @@ class OpenWireConnection(GatewayConnection):
         if wire.state is not State.AUTH:
             return  # closed meanwhile
         if error is not None:
-            log_event(
-                log,
-                logging.WARNING,
-                "auth_failed",
-                peer=self.peer,
-                user=info.user_name,
-                reason=error,
+            refusal = exception_response(
+                info.command_id,
+                "javax.jms.JMSSecurityException",
+                f"{error}: check the user name and password of the connection",
             )
-            wire.refuse()
-            if info.response_required:
-                self._write_command(
-                    exception_response(
-                        info.command_id,
-                        "javax.jms.JMSSecurityException",
-                        f"{error}: check the user name and password of the connection",
-                    )
-                )
-            self._shut("authentication failed", drop=False)
+            reply = ow.encode_frame(refusal) if info.response_required else b""
+            self._refuse(info.user_name, error, reply)
             return
         broker = self.host.broker
         if broker is None:
@@ -528,21 +517,8 @@ class OpenWireConnection(GatewayConnection):
         except ProtocolViolation as exc:
             self.fail(str(exc))
             return
-        self._cancel_handshake_timer()
-        self._opened()
-        self.conn = self._attach(broker, self._emit)
-        self.user = self.host.principal(info.user_name)
-        log_event(
-            log,
-            logging.INFO,
-            "connection_open",
-            peer=self.peer,
-            conn=self._conn_id,
-            user=self.user,
-            client_id=info.client_id,
-            listener=self.scheme,
-            protocol="openwire",
-        )
+        self._authenticated(broker, self._emit, info.user_name)
+        self._log_open(info.client_id)
         corr = self._corr()
         self._connect_corr = corr
         self._connect_answer = info.command_id if info.response_required else 0
@@ -969,37 +945,12 @@ class OpenWireConnection(GatewayConnection):
         return 0
 
     # ---- timers ---------------------------------------------------------------------------
-    def check_timers(self, now: float) -> None:
-        """The server's sweep: keep the peer's read check happy, close a silent peer or an
-        expired handshake or read deadline."""
-        wire = self.wire
-        action = wire.check_timers(now, self.last_sent)
-        if action is None:
-            return
-        if action is Timeout.KEEPALIVE:
-            self._write(wire.keepalive_frame())
-            self.last_sent = now
-        elif action is Timeout.PEER_DEAD:
-            self._peer_dead(now - wire.last_heard)
-        elif action is Timeout.FRAME:
-            self.fail("a frame took longer than frame_timeout to arrive: send whole frames")
-        else:
-            self._handshake_expired()
-
     def _handshake_expired(self) -> None:
         if self.wire.state in (_OPEN, _CLOSED):
             return
-        log_event(log, logging.WARNING, "handshake_timeout", peer=self.peer, protocol="openwire")
-        self.close("handshake timeout", drop=True)
+        self._handshake_timed_out()
 
     # ---- closing --------------------------------------------------------------------------
-    def _mark_closed(self) -> bool:
-        wire = self.wire
-        if wire.state is _CLOSED:
-            return False
-        wire.close()
-        return True
-
     def close(self, reason: str, *, drop: bool = False) -> None:
         """Close the socket after what is queued (see :meth:`GatewayConnection.close`)."""
         for consumer in self._consumers.values():
@@ -1007,24 +958,13 @@ class OpenWireConnection(GatewayConnection):
         super().close(reason, drop=drop)
 
     def fail(self, problem: str) -> None:
-        """Report ``problem`` to the peer (a ConnectionError) and close."""
-        wire = self.wire
-        if wire.state is _CLOSED:
-            return
-        log_event(
-            log,
-            logging.WARNING,
-            "protocol_error",
-            peer=self.peer,
-            conn=self._conn_id,
-            user=self.user,
-            protocol="openwire",
-            state=wire.state.value,
-            problem=problem,
-        )
-        if wire.wire_format is not None:
-            self._async_error("java.io.IOException", problem)
-        self.close("protocol error", drop=True)
+        """Report ``problem`` to the peer (a ConnectionError, once the wire format is agreed)
+        and close."""
+        reply = b""
+        if self.wire.wire_format is not None:
+            error = ow.JavaThrowable("java.io.IOException", problem)
+            reply = ow.encode_frame(ow.ConnectionError(exception=error))
+        self._protocol_error(problem, reply)
 
 
 _Handler = Callable[[OpenWireConnection, ow.DataStructure], int]

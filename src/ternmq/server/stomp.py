@@ -68,7 +68,6 @@ from ternmq.protocol.stomp_connection import (
     ProtocolViolation,
     State,
     StompServerConnection,
-    Timeout,
 )
 from ternmq.server._gateway import ConnectionHost, GatewayConnection
 from ternmq.server._stomp_mapping import (
@@ -78,7 +77,6 @@ from ternmq.server._stomp_mapping import (
     jms_destination,
     subscription_head,
 )
-from ternmq.server.logs import log_event
 from ternmq.server.native import NativeConnection
 from ternmq.server.openwire import OpenWireConnection, is_openwire_start
 
@@ -145,6 +143,8 @@ class StompConnection(GatewayConnection):
     """
 
     protocol: ClassVar[str] = "stomp"  # in connection lists and ternmq_connections
+    wire: StompServerConnection
+    heartbeat_frame: ClassVar[bytes] = HEARTBEAT_EOL
 
     def __init__(self, host: ConnectionHost, scheme: str) -> None:
         super().__init__(host, scheme)
@@ -399,38 +399,22 @@ class StompConnection(GatewayConnection):
             return  # closed meanwhile
         login = frame.get("login")
         if error is not None:
-            log_event(log, logging.WARNING, "auth_failed", peer=self.peer, user=login, reason=error)
-            wire.refuse()
-            self._write(wire.error_frame(error, detail="check the login and passcode headers"))
-            self._shut("authentication failed", drop=False)
+            refusal = wire.error_frame(error, detail="check the login and passcode headers")
+            self._refuse(login, error, refusal)
             return
         broker = self.host.broker
         if broker is None:
             return
         wire.accept()
-        self._cancel_handshake_timer()
-        self._opened()
-        self.conn = self._attach(broker, self._emit)
-        self._msg_id_prefix = f"ID:{_PROCESS_ID}-{self.conn.id.removeprefix('ID:')}-"
-        self.user = self.host.principal(login)
+        conn = self._authenticated(broker, self._emit, login)
+        self._msg_id_prefix = f"ID:{_PROCESS_ID}-{conn.id.removeprefix('ID:')}-"
         client_id = frame.get("client-id")
         self._request(c.Connect(corr=self._corr(), user=self.user, client_id=client_id))
         self._request(c.CreateSession(corr=self._corr(), session_id=_SEND_SESSION))
         if self.wire.state is not _OPEN:
             self.host.rearm()
             return
-        log_event(
-            log,
-            logging.INFO,
-            "connection_open",
-            peer=self.peer,
-            conn=self._conn_id,
-            user=self.user,
-            client_id=client_id,
-            listener=self.scheme,
-            protocol="stomp",
-            version=wire.version,
-        )
+        self._log_open(client_id, version=wire.version)
         self._resume("auth")
         try:
             held = wire.take_held()
@@ -755,59 +739,19 @@ class StompConnection(GatewayConnection):
         self._request(c.Disconnect(corr=corr), frame.get("receipt"))
 
     # ---- timers ---------------------------------------------------------------------------
-    def check_timers(self, now: float) -> None:
-        """The server's sweep: send a heart-beat, close a dead peer or an expired handshake."""
-        wire = self.wire
-        action = wire.check_timers(now, self.last_sent)
-        if action is None:
-            return
-        if action is Timeout.HEARTBEAT:
-            self._write(HEARTBEAT_EOL)
-            self.last_sent = now
-        elif action is Timeout.PEER_DEAD:
-            self._peer_dead(now - wire.last_heard)
-        elif action is Timeout.FRAME:
-            self.fail("a frame took longer than frame_timeout to arrive: send whole frames")
-        else:
-            self._handshake_expired()
-
     def _handshake_expired(self) -> None:
         if self.wire.state not in (State.CONNECT, State.AUTH):
             return
-        log_event(log, logging.WARNING, "handshake_timeout", peer=self.peer, protocol="stomp")
-        self._write(
+        self._handshake_timed_out(
             self.wire.error_frame(
                 "no CONNECT within handshake_timeout", detail="send CONNECT first, at once"
             )
         )
-        self.close("handshake timeout", drop=True)
 
     # ---- closing --------------------------------------------------------------------------
-    def _mark_closed(self) -> bool:
-        wire = self.wire
-        if wire.state is _CLOSED:
-            return False
-        wire.close()
-        return True
-
     def fail(self, problem: str, *, receipt: str | None = None) -> None:
         """Report ``problem`` to the peer (one ERROR frame) and close."""
-        wire = self.wire
-        if wire.state is _CLOSED:
-            return
-        log_event(
-            log,
-            logging.WARNING,
-            "protocol_error",
-            peer=self.peer,
-            conn=self._conn_id,
-            user=self.user,
-            protocol="stomp",
-            state=wire.state.value,
-            problem=problem,
-        )
-        self._write(wire.error_frame(problem, receipt_id=receipt))
-        self.close("protocol error", drop=True)
+        self._protocol_error(problem, self.wire.error_frame(problem, receipt_id=receipt))
 
 
 _HANDLERS: Final = {
