@@ -5,9 +5,9 @@ parameter lists them — ``vm`` (embedded broker, in-memory store), ``vm+sqlite`
 broker on the durable SQLite store in a fresh data directory), ``tcp`` (a ``ternmq serve``
 process per broker on its SQLite store, reached over a real socket: see ``_tcp.py``),
 ``tcp+postgres`` (a ``ternmq serve --store postgresql://...`` process per broker, each on a
-fresh database of the session's PostgreSQL server, ``tests/_postgres.py``: every module by default, as with
-``TERNMQ_CONFORMANCE_POSTGRES=all``; the modules in ``POSTGRES_MODULES`` with ``=subset``;
-none with ``=off``) and, for
+fresh database of the session's PostgreSQL server, ``tests/_postgres.py``: every module by
+default, as with ``TERNMQ_CONFORMANCE_POSTGRES=all``; the modules in ``POSTGRES_MODULES``
+with ``=subset``; none with ``=off``) and, for
 the modules marked ``@pytest.mark.also_tls``, ``tls`` (the same server's TLS listener), and
 for those marked ``@pytest.mark.also_failover``, ``failover`` (``failover:(tcp://...)``: the
 automatic-reconnect client over the same server, which must change nothing while the link
