@@ -1233,16 +1233,25 @@ def _put_object(out: bytearray, obj: DataStructure, stack_trace: bool) -> None:
         value = getattr(obj, name)
         if kind is _BOOL:
             out.append(bool(value))
-        elif kind is _INT:
-            out += _I32.pack(value)
         elif kind is _LONG:
             out += _I64.pack(value)
+        elif kind is _NESTED:
+            out.append(value is not None)
+            if value is not None:
+                _put_object(out, value, stack_trace)
+        elif kind is _STRING:
+            if value is None:
+                out.append(0)
+            elif value.isascii() and len(value) <= 0xFFFF and "\x00" not in value:
+                out.append(1)
+                out += _U16.pack(len(value))
+                out += value.encode("ascii")
+            else:
+                _put_string(out, value)
+        elif kind is _INT:
+            out += _I32.pack(value)
         elif kind is _BYTE:
             out += _I8.pack(value)
-        elif kind is _STRING:
-            _put_string(out, value)
-        elif kind is _NESTED:
-            _put_nested(out, value, stack_trace)
         elif kind is _BYTES:
             out.append(value is not None)
             if value is not None:
@@ -1350,27 +1359,72 @@ class _Reader:
     def nested(self, what: str) -> DataStructure | None:
         return self.object(what) if self.boolean(what) else None
 
+    def short(self, n: int, what: str) -> OpenWireError:
+        """The error for a read of ``n`` octets past the end of the frame."""
+        return OpenWireError(
+            f"{what} needs {n} octets but the frame has {len(self.data) - self.pos} left"
+        )
+
     def object(self, what: str) -> DataStructure:
-        type_ = self.take(1, what)[0]
+        data = self.data
+        size = len(data)
+        pos = self.pos
+        if pos >= size:
+            raise self.short(1, what)
+        type_ = data[pos]
+        self.pos = pos + 1
         cls = TYPES.get(type_)
         if cls is None:
             raise OpenWireError(f"unknown OpenWire data type {type_} in {what}")
+        plan = _PLANS.get(cls)
+        if plan is None:
+            plan = _PLANS[cls] = tuple(
+                (name, kind, f"{cls.__name__}.{name}") for name, kind in cls.FIELDS
+            )
         self.enter(cls.__name__)
         values: dict[str, object] = {}
-        for name, kind in cls.FIELDS:
-            where = f"{cls.__name__}.{name}"
+        # The common kinds are read inline (this runs for every field of every frame);
+        # self.pos is kept current before anything that may recurse or raise.
+        for name, kind, where in plan:
+            pos = self.pos
             if kind is _BOOL:
-                values[name] = self.boolean(where)
-            elif kind is _INT:
-                values[name] = self.unpack(_I32, where)
+                if pos >= size:
+                    raise self.short(1, where)
+                values[name] = data[pos] != 0
+                self.pos = pos + 1
             elif kind is _LONG:
-                values[name] = self.unpack(_I64, where)
+                if pos + 8 > size:
+                    raise self.short(8, where)
+                values[name] = _I64.unpack_from(data, pos)[0]
+                self.pos = pos + 8
+            elif kind is _INT:
+                if pos + 4 > size:
+                    raise self.short(4, where)
+                values[name] = _I32.unpack_from(data, pos)[0]
+                self.pos = pos + 4
+            elif kind is _STRING:
+                if pos >= size:
+                    raise self.short(1, where)
+                if data[pos]:
+                    self.pos = pos = pos + 1
+                    if pos + 2 > size:
+                        raise self.short(2, where)
+                    stop = pos + 2 + _U16.unpack_from(data, pos)[0]
+                    self.pos = pos + 2
+                    if stop > size:
+                        raise self.short(stop - pos - 2, where)
+                    values[name] = _decode_mutf8(data[pos + 2 : stop])
+                    self.pos = stop
+                else:
+                    values[name] = None
+                    self.pos = pos + 1
+            elif kind is _NESTED:
+                if pos >= size:
+                    raise self.short(1, where)
+                self.pos = pos + 1
+                values[name] = self.object(where) if data[pos] else None
             elif kind is _BYTE:
                 values[name] = self.unpack(_I8, where)
-            elif kind is _STRING:
-                values[name] = self.string(where)
-            elif kind is _NESTED:
-                values[name] = self.nested(where)
             elif kind is _BYTES:
                 present = self.boolean(where)
                 values[name] = self.take(self.unpack(_I32, where), where) if present else None
@@ -1388,6 +1442,10 @@ class _Reader:
                 values[name] = self.take(len(MAGIC), where)
         self.depth -= 1
         return cls(**values)
+
+
+# Per data structure class: its fields with the "Class.field" each error names.
+_PLANS: dict[type[DataStructure], tuple[tuple[str, _Kind, str], ...]] = {}
 
 
 def decode_frame(body: bytes, *, stack_trace: bool = False) -> DataStructure | None:

@@ -192,10 +192,12 @@ class _Consumer:
         "id",
         "idle",
         "outstanding",
+        "owed",
         "prefetch",
         "pull_timer",
         "pulling",
         "sid",
+        "window",
     )
 
     def __init__(
@@ -210,6 +212,10 @@ class _Consumer:
         self.outstanding: dict[int, _Delivery] = {}
         self.pulling = False  # a MessagePull awaits a message (or its null dispatch)
         self.pull_timer: object | None = None
+        # Prefetch credit: deliveries whose credit the engine has not got back, and the
+        # part of them the client gave back that is not yet passed on (see _grant)
+        self.window = 0
+        self.owed = 0
 
 
 class _Transaction:
@@ -271,6 +277,9 @@ class OpenWireConnection(GatewayConnection):
         self._connect_corr = -1
         self._connect_answer = 0
         self._cid = 0  # the id of the command being handled, if it asked for a response
+        # The requests of the commands of one read, handed to the engine together (None:
+        # outside data_received, requests go at once)
+        self._batch: list[c.Request] | None = None
 
     @property
     def state(self) -> State:
@@ -286,15 +295,37 @@ class OpenWireConnection(GatewayConnection):
         try:
             events = wire.receive_data(data, self.loop.time())
         except ProtocolViolation as exc:
-            self._on_events(exc.before)
+            self._handle_events(exc.before)
             self.fail(str(exc))
             return
         if events:
             try:
-                self._on_events(events)
+                self._handle_events(events)
             finally:
                 self.host.rearm()
         self._after_shutdown()
+
+    def _handle_events(self, events: Sequence[Event]) -> None:
+        """The commands of one read: their requests go to the engine as one batch, after
+        them (or before anything written without the engine, to keep the output in order)."""
+        self._batch = []
+        try:
+            self._on_events(events)
+        finally:
+            self._drain()
+            self._batch = None
+
+    def _drain(self) -> None:
+        """Hand the batched requests to the engine (and any they make meanwhile)."""
+        while self._batch:
+            batch, self._batch = self._batch, []
+            self._run_requests(batch)
+
+    def _run_requests(self, reqs: list[c.Request]) -> None:
+        """Hand ``reqs`` to the engine, in order (stop if the connection fails meanwhile)."""
+        for req in reqs:
+            if not self._submit(req):
+                return
 
     def _on_events(self, events: Sequence[Event]) -> None:
         for ev in events:
@@ -358,7 +389,11 @@ class OpenWireConnection(GatewayConnection):
         reply before ``handle`` returns)."""
         if answer:
             self._answers[req.corr] = answer
-        self._submit(req)
+        batch = self._batch
+        if batch is None:
+            self._submit(req)
+        else:
+            batch.append(req)
         return req.corr
 
     def _final(self, req: c.Request) -> int:
@@ -370,6 +405,8 @@ class OpenWireConnection(GatewayConnection):
         return next(self._corrs)
 
     def _write_command(self, command: ow.DataStructure) -> None:
+        if self._batch:
+            self._drain()  # what the commands before it asked for comes first
         self._write(ow.encode_frame(command))
 
     def _async_error(self, class_name: str, message: str) -> None:
@@ -428,6 +465,7 @@ class OpenWireConnection(GatewayConnection):
             return  # closed meanwhile: the engine took it back
         msg = decode_message(d.message)
         consumer.outstanding[d.delivery_id] = _Delivery()
+        consumer.window += 1
         if consumer.pulling:
             consumer.pulling = False
             self._cancel_pull_timer(consumer)
@@ -735,9 +773,18 @@ class OpenWireConnection(GatewayConnection):
         first = ack.first_message_id.broker_sequence_id if ack.first_message_id else None
         if last is None:
             return []
-        if first is None or first > last:
-            first = min(consumer.outstanding, default=last)
-        return [did for did in consumer.outstanding if first <= did <= last]
+        outstanding = consumer.outstanding
+        if first == last:
+            return [last] if last in outstanding else []
+        if first is not None and first > last:
+            first = None
+        ids = []
+        for did in outstanding:  # in delivery order: ascending ids
+            if did > last:
+                break
+            if first is None or did >= first:
+                ids.append(did)
+        return ids
 
     def _on_ack(self, ack: ow.MessageAck) -> int:
         cid = ack.consumer_id
@@ -762,7 +809,7 @@ class OpenWireConnection(GatewayConnection):
                 self._credit(consumer, ids)
                 return 0
             n = self._settle(consumer, ids)
-            made = self._final(c.Ack(corr=self._corr(), session_id=consumer.sid, delivery_ids=ids))
+            made = self._ack(consumer, ids)
             self._grant(consumer, n)
             return made
         if kind == POISON_ACK:
@@ -787,6 +834,21 @@ class OpenWireConnection(GatewayConnection):
             return made
         raise JMSException(f"MessageAck type {kind} is not one this server knows")
 
+    def _ack(self, consumer: _Consumer, ids: list[int]) -> int:
+        """Acknowledge ``ids``: one engine ``Ack``, or, when nobody waits for either, the
+        ``Ack`` of the same consumer just before it in this read's batch grows by them."""
+        batch = self._batch
+        if batch and not self._cid:
+            last = batch[-1]
+            if (
+                type(last) is c.Ack
+                and last.session_id == consumer.sid
+                and last.corr not in self._answers
+            ):
+                last.delivery_ids.extend(ids)
+                return 0
+        return self._final(c.Ack(corr=self._corr(), session_id=consumer.sid, delivery_ids=ids))
+
     def _settle(self, consumer: _Consumer, ids: list[int]) -> int:
         """Forget ``ids`` (acknowledged or given back); how many had their credit still
         out (:meth:`_grant` returns it after the request that settles them)."""
@@ -809,9 +871,20 @@ class OpenWireConnection(GatewayConnection):
         self._grant(consumer, n)
 
     def _grant(self, consumer: _Consumer, n: int) -> None:
-        """``n`` more messages of prefetch credit (none for a pulling consumer)."""
-        if n and consumer.prefetch:
-            self._request(c.Credit(corr=self._corr(), consumer_id=consumer.sid, messages=n))
+        """``n`` more messages of prefetch credit (none for a pulling consumer), passed on
+        to the engine in batches, as ActiveMQ's client acknowledges: once half the prefetch
+        is owed, or at once when the engine has none left (the window is full, so it
+        would wait for this credit)."""
+        prefetch = consumer.prefetch
+        if not n or not prefetch:
+            return
+        owed = consumer.owed + n
+        if owed * 2 < prefetch and consumer.window < prefetch:
+            consumer.owed = owed
+            return
+        consumer.owed = 0
+        consumer.window -= owed
+        self._request(c.Credit(consumer_id=consumer.sid, messages=owed))
 
     def _on_pull(self, pull: ow.MessagePull) -> int:
         cid = pull.consumer_id
