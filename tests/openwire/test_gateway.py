@@ -534,6 +534,26 @@ def test_permissions_apply_to_sends_and_consumers(secured: int) -> None:
         assert type(cl.send_text(prod, mine, "yes")) is ow.Response
 
 
+def test_a_producer_of_a_destination_needs_the_send_permission(secured: int) -> None:
+    with OpenWireRaw(secured) as cl:
+        assert type(cl.connect("bob", "secret")) is ow.Response
+        sess = cl.session()
+        pid = ow.ProducerId(connection_id=sess.connection_id, session_id=sess.value, value=7)
+        refused = ow.ActiveMQQueue(physical_name="alice.only")
+        got = cl.request(ow.ProducerInfo(producer_id=pid, destination=refused))
+        assert isinstance(got, ow.ExceptionResponse)
+        assert got.exception is not None
+        assert got.exception.class_name == "javax.jms.JMSSecurityException"
+        assert "send" in (got.exception.message or "")
+        mine = ow.ActiveMQQueue(physical_name="bob.out")
+        pid2 = ow.ProducerId(connection_id=sess.connection_id, session_id=sess.value, value=8)
+        assert type(cl.request(ow.ProducerInfo(producer_id=pid2, destination=mine))) is (
+            ow.Response
+        )
+        # The connection stays usable, as ActiveMQ's does.
+        assert type(cl.send_text(cl.producer(sess), mine, "yes")) is ow.Response
+
+
 def test_a_silent_peer_is_dropped_a_talking_one_is_not(secured: int) -> None:
     with OpenWireRaw(secured) as silent, OpenWireRaw(secured) as talker:
         assert type(talker.connect("alice", "secret")) is ow.Response

@@ -19,7 +19,8 @@ OpenWire               engine requests
 ConnectionInfo         credentials checked by the host, then ``Connect`` (user, client id)
                        and ``CreateSession`` 1 (sends outside transactions)
 SessionInfo            nothing (the session's consumers get engine sessions of their own)
-ProducerInfo           nothing (answered)
+ProducerInfo           nothing; with a destination, the ``send`` permission there is checked
+                       (refused: an ExceptionResponse, JMSSecurityException)
 ConsumerInfo           ``CreateSession`` n + ``CreateConsumer`` n (one engine session per
                        consumer, so that closing one releases its deliveries only); on an
                        ``ActiveMQ.Advisory.*`` topic: nothing, the consumer stays idle but
@@ -613,6 +614,16 @@ class OpenWireConnection(GatewayConnection):
         return 0
 
     def _on_producer(self, info: ow.ProducerInfo) -> int:
+        """A producer with a destination needs the ``send`` permission there (and
+        ``create`` where a send would create it), as ActiveMQ's ``addProducer`` checks:
+        refused, ``createProducer`` fails with a JMSSecurityException."""
+        dest = info.destination
+        broker = self.host.broker
+        conn = self.conn
+        if dest is None or broker is None or conn is None:
+            return 0
+        self._drain()  # the commands before it took effect (a destination they created)
+        broker.authorize(conn, "send", jms_destination(dest))
         return 0
 
     def _on_consumer(self, info: ow.ConsumerInfo) -> int:
