@@ -214,6 +214,42 @@ def test_prefetch_bounds_what_is_dispatched_and_acks_return_credit(port: int) ->
         assert _text(cl.dispatch()) == "p3"
 
 
+def test_acks_read_together_are_all_applied_and_return_their_credit(port: int) -> None:
+    # The acks of one read go to the engine merged, and their credit comes back in one
+    # batch at the end of the read: every message still arrives, each is consumed once.
+    q = _queue()
+    with _client(port) as cl:
+        sess = cl.session()
+        prod = cl.producer(sess)
+        for i in range(25):
+            cl.send_text(prod, q, f"m{i}", persistent=False, sync=False)
+        cid, _ = cl.consume(sess, q, prefetch=10)
+        got: list[str | None] = []
+        while len(got) < 25:
+            window = [cl.dispatch() for _ in range(min(10, 25 - len(got)))]
+            got += [_text(d) for d in window]
+            acks = []
+            for d in window:  # one STANDARD ack per message, all in one write
+                assert d.message is not None
+                acks.append(
+                    ow.MessageAck(
+                        command_id=next(cl._ids),
+                        destination=d.destination,
+                        consumer_id=d.consumer_id,
+                        ack_type=2,
+                        first_message_id=d.message.message_id,
+                        last_message_id=d.message.message_id,
+                        message_count=1,
+                    )
+                )
+            cl.sock.sendall(b"".join(ow.encode_frame(a) for a in acks))
+        assert got == [f"m{i}" for i in range(25)]
+        assert type(cl.remove(cid)) is ow.Response
+        cl.consume(sess, q, prefetch=10)
+        with pytest.raises(TimeoutError):
+            cl.dispatch(timeout=0.5)  # all 25 were acknowledged: nothing comes back
+
+
 def test_transacted_sends_are_visible_at_commit_only(port: int) -> None:
     q = _queue()
     with _client(port) as cl:

@@ -198,7 +198,6 @@ class _Consumer:
         "pull_timer",
         "pulling",
         "sid",
-        "window",
     )
 
     def __init__(
@@ -213,10 +212,7 @@ class _Consumer:
         self.outstanding: dict[int, _Delivery] = {}
         self.pulling = False  # a MessagePull awaits a message (or its null dispatch)
         self.pull_timer: object | None = None
-        # Prefetch credit: deliveries whose credit the engine has not got back, and the
-        # part of them the client gave back that is not yet passed on (see _grant)
-        self.window = 0
-        self.owed = 0
+        self.owed = 0  # prefetch credit the client gave back, not yet passed on (_grant)
 
 
 class _Transaction:
@@ -281,6 +277,7 @@ class OpenWireConnection(GatewayConnection):
         # The requests of the commands of one read, handed to the engine together (None:
         # outside data_received, requests go at once)
         self._batch: list[c.Request] | None = None
+        self._owing: dict[_Consumer, None] = {}  # consumers with credit owed in this read
 
     @property
     def state(self) -> State:
@@ -313,6 +310,10 @@ class OpenWireConnection(GatewayConnection):
         try:
             self._on_events(events)
         finally:
+            owing, self._owing = self._owing, {}
+            for consumer in owing:
+                if consumer.owed and self._by_sid.get(consumer.sid) is consumer:
+                    self._pass_credit(consumer)
             self._drain()
             self._batch = None
 
@@ -466,7 +467,6 @@ class OpenWireConnection(GatewayConnection):
             return  # closed meanwhile: the engine took it back
         msg = decode_message(d.message)
         consumer.outstanding[d.delivery_id] = _Delivery()
-        consumer.window += 1
         if consumer.pulling:
             consumer.pulling = False
             self._cancel_pull_timer(consumer)
@@ -882,19 +882,22 @@ class OpenWireConnection(GatewayConnection):
         self._grant(consumer, n)
 
     def _grant(self, consumer: _Consumer, n: int) -> None:
-        """``n`` more messages of prefetch credit (none for a pulling consumer), passed on
-        to the engine in batches, as ActiveMQ's client acknowledges: once half the prefetch
-        is owed, or at once when the engine has none left (the window is full, so it
-        would wait for this credit)."""
+        """``n`` more messages of prefetch credit (none for a pulling consumer). Within
+        one read it is passed on in batches: once half the prefetch is owed (as ActiveMQ
+        acknowledges with optimizeAcknowledge), and what is left at the end of the read
+        (:meth:`_handle_events`), so no credit waits for another read."""
         prefetch = consumer.prefetch
         if not n or not prefetch:
             return
-        owed = consumer.owed + n
-        if owed * 2 < prefetch and consumer.window < prefetch:
-            consumer.owed = owed
-            return
-        consumer.owed = 0
-        consumer.window -= owed
+        consumer.owed += n
+        if self._batch is None or consumer.owed * 2 >= prefetch:
+            self._pass_credit(consumer)
+        else:
+            self._owing[consumer] = None
+
+    def _pass_credit(self, consumer: _Consumer) -> None:
+        """Give the engine the credit ``consumer`` is owed (one-way: no reply)."""
+        owed, consumer.owed = consumer.owed, 0
         self._request(c.Credit(consumer_id=consumer.sid, messages=owed))
 
     def _on_pull(self, pull: ow.MessagePull) -> int:
