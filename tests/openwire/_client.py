@@ -296,8 +296,25 @@ class OpenWireRaw:
         sync: bool = False,
     ) -> ow.Response | None:
         """A MessageAck of ``dispatch`` (a range from ``first`` if given)."""
+        ack = self.ack_command(dispatch, ack_type, first=first, count=count, tx=tx)
+        if sync:
+            return self.request(ack)
+        self.send(ack)
+        return None
+
+    def ack_command(
+        self,
+        dispatch: ow.MessageDispatch,
+        ack_type: int = 2,
+        *,
+        first: ow.MessageDispatch | None = None,
+        count: int = 1,
+        tx: ow.TransactionId | None = None,
+    ) -> ow.MessageAck:
+        """The MessageAck :meth:`ack` sends, with its command id (to send with others)."""
         assert dispatch.message is not None
-        ack = ow.MessageAck(
+        return ow.MessageAck(
+            command_id=next(self._ids),
             destination=dispatch.destination,
             transaction_id=tx,
             consumer_id=dispatch.consumer_id,
@@ -306,10 +323,6 @@ class OpenWireRaw:
             last_message_id=dispatch.message.message_id,
             message_count=count,
         )
-        if sync:
-            return self.request(ack)
-        self.send(ack)
-        return None
 
     def transaction(self, value: int, kind: int) -> ow.Response:
         """A TransactionInfo of local transaction ``value`` (0 BEGIN, 2 COMMIT_ONE_PHASE,

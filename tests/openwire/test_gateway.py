@@ -228,20 +228,8 @@ def test_acks_read_together_are_all_applied_and_return_their_credit(port: int) -
         while len(got) < 25:
             window = [cl.dispatch() for _ in range(min(10, 25 - len(got)))]
             got += [_text(d) for d in window]
-            acks = []
-            for d in window:  # one STANDARD ack per message, all in one write
-                assert d.message is not None
-                acks.append(
-                    ow.MessageAck(
-                        command_id=next(cl._ids),
-                        destination=d.destination,
-                        consumer_id=d.consumer_id,
-                        ack_type=2,
-                        first_message_id=d.message.message_id,
-                        last_message_id=d.message.message_id,
-                        message_count=1,
-                    )
-                )
+            # one STANDARD ack per message, all in one write
+            acks = [cl.ack_command(d) for d in window]
             cl.sock.sendall(b"".join(ow.encode_frame(a) for a in acks))
         assert got == [f"m{i}" for i in range(25)]
         assert type(cl.remove(cid)) is ow.Response
