@@ -29,7 +29,8 @@ ConsumerInfo           ``CreateSession`` n + ``CreateConsumer`` n (one engine se
 message (any type)     ``Send`` on session 1, or on the transaction's session
 MessageAck             DELIVERED: ``Credit`` (the prefetch window slides, as ActiveMQ's
                        prefetch extension); STANDARD/INDIVIDUAL/UNMATCHED: ``Ack`` (held
-                       until COMMIT in a transaction) and ``Credit``; POISON: ``Nack`` with
+                       until COMMIT in a transaction; one consumer's acks of one read make
+                       one ``Ack``) and ``Credit``; POISON: ``Nack`` with
                        ``dead_letter`` (the client gave up after its own redeliveries: the
                        dead-letter queue at once, as ActiveMQ does); EXPIRED: ``Expired``;
                        REDELIVERED: counted only
@@ -54,6 +55,12 @@ request arrives, or at once if it made none; an ``Error`` reply answers it with 
 (``javax.jms.<kind>``) and the connection stays open, as ActiveMQ's does. An error of a
 command nobody waits for (an async send) becomes a ``ConnectionError`` (the client's
 exception listener).
+
+Batches: the requests of the commands of one socket read go to the engine together
+(:meth:`OpenWireConnection._run_requests`), before anything the gateway writes on its own
+(a Response to a command that made no request, an error), so the output keeps the order of
+the input. Prefetch credit given back within a read goes to the engine as one one-way
+``Credit`` per consumer at the end of the read, or as soon as half the prefetch is owed.
 
 Deliveries: a ``Deliver`` becomes a MessageDispatch whose message id carries the delivery
 id as ``brokerSequenceId``; the client names deliveries in MessageAck ranges and
@@ -311,9 +318,11 @@ class OpenWireConnection(GatewayConnection):
             self._on_events(events)
         finally:
             owing, self._owing = self._owing, {}
-            for consumer in owing:
-                if consumer.owed and self._by_sid.get(consumer.sid) is consumer:
-                    self._pass_credit(consumer)
+            t = self.transport
+            if t is not None and not t.is_closing():  # not after a failure
+                for consumer in owing:
+                    if consumer.owed and self._by_sid.get(consumer.sid) is consumer:
+                        self._pass_credit(consumer)
             self._drain()
             self._batch = None
 
