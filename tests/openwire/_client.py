@@ -16,6 +16,7 @@ import re
 import socket
 import ssl
 import time
+from typing import Any
 
 from server._support import HOST, IO_TIMEOUT, ServerProcess
 from ternmq.protocol import openwire as ow
@@ -290,13 +291,11 @@ class OpenWireRaw:
         dispatch: ow.MessageDispatch,
         ack_type: int = 2,
         *,
-        first: ow.MessageDispatch | None = None,
-        count: int = 1,
-        tx: ow.TransactionId | None = None,
         sync: bool = False,
+        **options: Any,
     ) -> ow.Response | None:
-        """A MessageAck of ``dispatch`` (a range from ``first`` if given)."""
-        ack = self.ack_command(dispatch, ack_type, first=first, count=count, tx=tx)
+        """Send the MessageAck of ``dispatch`` (``options``: :meth:`ack_command`'s)."""
+        ack = self.ack_command(dispatch, ack_type, **options)
         if sync:
             return self.request(ack)
         self.send(ack)
@@ -311,7 +310,8 @@ class OpenWireRaw:
         count: int = 1,
         tx: ow.TransactionId | None = None,
     ) -> ow.MessageAck:
-        """The MessageAck :meth:`ack` sends, with its command id (to send with others)."""
+        """A MessageAck of ``dispatch`` (a range from ``first`` if given), with its command
+        id: :meth:`ack` sends it, or send several in one write."""
         assert dispatch.message is not None
         return ow.MessageAck(
             command_id=next(self._ids),
