@@ -16,6 +16,7 @@ import re
 import socket
 import ssl
 import time
+from typing import Any
 
 from server._support import HOST, IO_TIMEOUT, ServerProcess
 from ternmq.protocol import openwire as ow
@@ -290,14 +291,30 @@ class OpenWireRaw:
         dispatch: ow.MessageDispatch,
         ack_type: int = 2,
         *,
+        sync: bool = False,
+        **options: Any,
+    ) -> ow.Response | None:
+        """Send the MessageAck of ``dispatch`` (``options``: :meth:`ack_command`'s)."""
+        ack = self.ack_command(dispatch, ack_type, **options)
+        if sync:
+            return self.request(ack)
+        self.send(ack)
+        return None
+
+    def ack_command(
+        self,
+        dispatch: ow.MessageDispatch,
+        ack_type: int = 2,
+        *,
         first: ow.MessageDispatch | None = None,
         count: int = 1,
         tx: ow.TransactionId | None = None,
-        sync: bool = False,
-    ) -> ow.Response | None:
-        """A MessageAck of ``dispatch`` (a range from ``first`` if given)."""
+    ) -> ow.MessageAck:
+        """A MessageAck of ``dispatch`` (a range from ``first`` if given), with its command
+        id: :meth:`ack` sends it, or send several in one write."""
         assert dispatch.message is not None
-        ack = ow.MessageAck(
+        return ow.MessageAck(
+            command_id=next(self._ids),
             destination=dispatch.destination,
             transaction_id=tx,
             consumer_id=dispatch.consumer_id,
@@ -306,10 +323,6 @@ class OpenWireRaw:
             last_message_id=dispatch.message.message_id,
             message_count=count,
         )
-        if sync:
-            return self.request(ack)
-        self.send(ack)
-        return None
 
     def transaction(self, value: int, kind: int) -> ow.Response:
         """A TransactionInfo of local transaction ``value`` (0 BEGIN, 2 COMMIT_ONE_PHASE,

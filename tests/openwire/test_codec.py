@@ -379,3 +379,28 @@ def test_wire_format_info_that_is_not_openwire_is_refused() -> None:
     )
     with pytest.raises(ow.OpenWireError, match="CacheEnabled is not a BOOLEAN"):
         ow.WireFormat.from_info(wrong)
+
+
+def test_every_truncation_of_a_dispatch_names_the_field_it_cuts() -> None:
+    # The generated decoders check every read: a frame cut anywhere fails with the codec's
+    # error naming the class and field being read, never an IndexError or struct.error.
+    pid = ow.ProducerId(connection_id="ID:h-1-2-1:1", session_id=1, value=1)
+    mid = ow.MessageId(producer_id=pid, producer_sequence_id=5, broker_sequence_id=7)
+    q = ow.ActiveMQQueue(physical_name="orders")
+    dispatch = ow.MessageDispatch(
+        consumer_id=ow.ConsumerId(connection_id="ID:h-1-2-1:1", session_id=1, value=2),
+        destination=q,
+        message=ow.ActiveMQTextMessage(
+            producer_id=pid,
+            destination=q,
+            message_id=mid,
+            content=ow.encode_text_body("hello"),
+            marshalled_properties=ow.encode_primitive_map({"k": ow.Primitive(ow.PType.INTEGER, 1)}),
+        ),
+        redelivery_counter=1,
+    )
+    body = ow.encode_frame(dispatch)[4:]
+    assert ow.decode_frame(body) == dispatch
+    for cut in range(1, len(body)):
+        with pytest.raises(ow.OpenWireError, match=r"\.\w+ needs \d+ octets but the frame"):
+            ow.decode_frame(body[:cut])

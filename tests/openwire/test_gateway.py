@@ -200,6 +200,30 @@ def test_prefetch_bounds_what_is_dispatched_and_acks_return_credit(port: int) ->
         assert _text(cl.dispatch()) == "p3"
 
 
+def test_acks_read_together_are_all_applied_and_return_their_credit(port: int) -> None:
+    # The acks of one read go to the engine merged, and their credit comes back in one
+    # batch at the end of the read: every message still arrives, each is consumed once.
+    q = _queue()
+    with _client(port) as cl:
+        sess = cl.session()
+        prod = cl.producer(sess)
+        for i in range(25):
+            cl.send_text(prod, q, f"m{i}", persistent=False, sync=False)
+        cid, _ = cl.consume(sess, q, prefetch=10)
+        got: list[str | None] = []
+        while len(got) < 25:
+            window = [cl.dispatch() for _ in range(min(10, 25 - len(got)))]
+            got += [_text(d) for d in window]
+            # one STANDARD ack per message, all in one write
+            acks = [cl.ack_command(d) for d in window]
+            cl.sock.sendall(b"".join(ow.encode_frame(a) for a in acks))
+        assert got == [f"m{i}" for i in range(25)]
+        assert type(cl.remove(cid)) is ow.Response
+        cl.consume(sess, q, prefetch=10)
+        with pytest.raises(TimeoutError):
+            cl.dispatch(timeout=0.5)  # all 25 were acknowledged: nothing comes back
+
+
 def test_transacted_sends_are_visible_at_commit_only(port: int) -> None:
     q = _queue()
     with _client(port) as cl:
@@ -518,6 +542,26 @@ def test_permissions_apply_to_sends_and_consumers(secured: int) -> None:
         assert isinstance(got, ow.ExceptionResponse)
         mine = ow.ActiveMQQueue(physical_name="bob.inbox")
         assert type(cl.send_text(prod, mine, "yes")) is ow.Response
+
+
+def test_a_producer_of_a_destination_needs_the_send_permission(secured: int) -> None:
+    with OpenWireRaw(secured) as cl:
+        assert type(cl.connect("bob", "secret")) is ow.Response
+        sess = cl.session()
+        pid = ow.ProducerId(connection_id=sess.connection_id, session_id=sess.value, value=7)
+        refused = ow.ActiveMQQueue(physical_name="alice.only")
+        got = cl.request(ow.ProducerInfo(producer_id=pid, destination=refused))
+        assert isinstance(got, ow.ExceptionResponse)
+        assert got.exception is not None
+        assert got.exception.class_name == "javax.jms.JMSSecurityException"
+        assert "send" in (got.exception.message or "")
+        mine = ow.ActiveMQQueue(physical_name="bob.out")
+        pid2 = ow.ProducerId(connection_id=sess.connection_id, session_id=sess.value, value=8)
+        assert type(cl.request(ow.ProducerInfo(producer_id=pid2, destination=mine))) is (
+            ow.Response
+        )
+        # The connection stays usable, as ActiveMQ's does.
+        assert type(cl.send_text(cl.producer(sess), mine, "yes")) is ow.Response
 
 
 def test_a_silent_peer_is_dropped_a_talking_one_is_not(secured: int) -> None:

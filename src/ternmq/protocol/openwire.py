@@ -1224,42 +1224,41 @@ def _put_nested(out: bytearray, obj: DataStructure | None, stack_trace: bool) ->
 
 
 def _put_object(out: bytearray, obj: DataStructure, stack_trace: bool) -> None:
-    if not isinstance(obj, DataStructure) or obj.TYPE == NULL_TYPE:
-        raise OpenWireError(
-            f"{type(obj).__name__} is not a concrete OpenWire data structure: use one of TYPES"
-        )
-    out.append(obj.TYPE)
-    for name, kind in obj.FIELDS:
-        value = getattr(obj, name)
-        if kind is _BOOL:
-            out.append(bool(value))
-        elif kind is _INT:
-            out += _I32.pack(value)
-        elif kind is _LONG:
-            out += _I64.pack(value)
-        elif kind is _BYTE:
-            out += _I8.pack(value)
-        elif kind is _STRING:
-            _put_string(out, value)
-        elif kind is _NESTED:
-            _put_nested(out, value, stack_trace)
-        elif kind is _BYTES:
-            out.append(value is not None)
-            if value is not None:
-                out += _I32.pack(len(value))
-                out += value
-        elif kind is _ARRAY:
-            out.append(value is not None)
-            if value is not None:
-                out += _I16.pack(len(value))
-                for item in value:
-                    _put_nested(out, item, stack_trace)
-        elif kind is _THROWABLE:
-            _put_throwable(out, value, stack_trace)
-        else:  # _MAGIC
-            if len(value) != len(MAGIC):
-                raise OpenWireError(f"the WireFormatInfo magic has 8 octets, not {len(value)}")
+    encode = _ENCODERS.get(type(obj))
+    if encode is None:
+        if not isinstance(obj, DataStructure) or obj.TYPE == NULL_TYPE:
+            raise OpenWireError(
+                f"{type(obj).__name__} is not a concrete OpenWire data structure: use one of TYPES"
+            )
+        encode = _ENCODERS[type(obj)] = _encoder(type(obj))
+    encode(out, obj, stack_trace)
+
+
+def _put_field(out: bytearray, kind: _Kind, value: object, stack_trace: bool) -> None:
+    """One field of a kind the generated encoders do not write inline."""
+    if kind is _BYTE:
+        out += _I8.pack(value)
+    elif kind is _BYTES:
+        out.append(value is not None)
+        if value is not None:
+            assert isinstance(value, (bytes, bytearray, memoryview))
+            out += _I32.pack(len(value))
             out += value
+    elif kind is _ARRAY:
+        out.append(value is not None)
+        if value is not None:
+            assert isinstance(value, (list, tuple))
+            out += _I16.pack(len(value))
+            for item in value:
+                _put_nested(out, item, stack_trace)
+    elif kind is _THROWABLE:
+        assert value is None or isinstance(value, JavaThrowable)
+        _put_throwable(out, value, stack_trace)
+    else:  # _MAGIC
+        assert isinstance(value, bytes)
+        if len(value) != len(MAGIC):
+            raise OpenWireError(f"the WireFormatInfo magic has 8 octets, not {len(value)}")
+        out += value
 
 
 def encode_frame(command: DataStructure, *, stack_trace: bool = False) -> bytes:
@@ -1279,6 +1278,9 @@ def encode_frame(command: DataStructure, *, stack_trace: bool = False) -> bytes:
 
 
 # --- Decoding ------------------------------------------------------------------------------
+
+
+_FieldValue = object  # a decoded field (the name `object` is a method of _Reader)
 
 
 class _Reader:
@@ -1350,44 +1352,165 @@ class _Reader:
     def nested(self, what: str) -> DataStructure | None:
         return self.object(what) if self.boolean(what) else None
 
+    def short(self, n: int, what: str) -> OpenWireError:
+        """The error for a read of ``n`` octets past the end of the frame."""
+        return OpenWireError(
+            f"{what} needs {n} octets but the frame has {len(self.data) - self.pos} left"
+        )
+
     def object(self, what: str) -> DataStructure:
-        type_ = self.take(1, what)[0]
-        cls = TYPES.get(type_)
-        if cls is None:
-            raise OpenWireError(f"unknown OpenWire data type {type_} in {what}")
-        self.enter(cls.__name__)
-        values: dict[str, object] = {}
-        for name, kind in cls.FIELDS:
-            where = f"{cls.__name__}.{name}"
-            if kind is _BOOL:
-                values[name] = self.boolean(where)
-            elif kind is _INT:
-                values[name] = self.unpack(_I32, where)
-            elif kind is _LONG:
-                values[name] = self.unpack(_I64, where)
-            elif kind is _BYTE:
-                values[name] = self.unpack(_I8, where)
-            elif kind is _STRING:
-                values[name] = self.string(where)
-            elif kind is _NESTED:
-                values[name] = self.nested(where)
-            elif kind is _BYTES:
-                present = self.boolean(where)
-                values[name] = self.take(self.unpack(_I32, where), where) if present else None
-            elif kind is _ARRAY:
-                items: list[DataStructure | None] | None = None
-                if self.boolean(where):
-                    count = self.unpack(_I16, where)
-                    if count < 0:
-                        raise OpenWireError(f"a negative count ({count}) for {where}")
-                    items = [self.nested(where) for _ in range(count)]
-                values[name] = items
-            elif kind is _THROWABLE:
-                values[name] = self.throwable(where)
-            else:  # _MAGIC
-                values[name] = self.take(len(MAGIC), where)
-        self.depth -= 1
-        return cls(**values)
+        data = self.data
+        pos = self.pos
+        if pos >= len(data):
+            raise self.short(1, what)
+        type_ = data[pos]
+        self.pos = pos + 1
+        decode = _DECODERS.get(type_)
+        if decode is None:
+            cls = TYPES.get(type_)
+            if cls is None:
+                raise OpenWireError(f"unknown OpenWire data type {type_} in {what}")
+            decode = _DECODERS[type_] = _decoder(cls)
+        return decode(self, data, len(data))
+
+    def field(self, kind: _Kind, where: str) -> _FieldValue:
+        """One field of a kind the generated decoders do not read inline."""
+        if kind is _BYTE:
+            return self.unpack(_I8, where)
+        if kind is _BYTES:
+            present = self.boolean(where)
+            return self.take(self.unpack(_I32, where), where) if present else None
+        if kind is _ARRAY:
+            if not self.boolean(where):
+                return None
+            count = self.unpack(_I16, where)
+            if count < 0:
+                raise OpenWireError(f"a negative count ({count}) for {where}")
+            return [self.nested(where) for _ in range(count)]
+        if kind is _THROWABLE:
+            return self.throwable(where)
+        return self.take(len(MAGIC), where)  # _MAGIC
+
+
+# Generated per data structure class (the fields of every frame are read here, so the
+# common kinds are inlined and no per-field call or dict is made): data type -> decoder,
+# class -> encoder. Each is built on first use from the class's FIELDS.
+_Decoder = Callable[[_Reader, bytes, int], "DataStructure"]
+_Encoder = Callable[[bytearray, "DataStructure", bool], None]
+_DECODERS: dict[int, _Decoder] = {}
+_ENCODERS: dict[type[DataStructure], _Encoder] = {}
+
+
+def _decoder(cls: type[DataStructure]) -> _Decoder:
+    """Compile the decoder of ``cls``: as :meth:`_Reader.field` would read each field, with
+    ``r.pos`` current at every raise and every call."""
+    lines = ["def decode(r, data, size):", f"    r.enter({cls.__name__!r})", "    pos = r.pos"]
+    args = []
+    env: dict[str, object] = {
+        "cls": cls,
+        "I32": _I32.unpack_from,
+        "I64": _I64.unpack_from,
+        "U16": _U16.unpack_from,
+        "mutf8": _decode_mutf8,
+    }
+    for i, (name, kind) in enumerate(cls.FIELDS):
+        w = repr(f"{cls.__name__}.{name}")
+        v = f"f{i}"
+        args.append(f"{name}={v}")
+        short = f"r.pos = pos; raise r.short({{}}, {w})"
+        if kind is _BOOL:
+            lines += [
+                f"    if pos >= size: {short.format(1)}",
+                f"    {v} = data[pos] != 0",
+                "    pos += 1",
+            ]
+        elif kind is _LONG or kind is _INT:
+            n, fn = (8, "I64") if kind is _LONG else (4, "I32")
+            lines += [
+                f"    if pos + {n} > size: {short.format(n)}",
+                f"    {v} = {fn}(data, pos)[0]",
+                f"    pos += {n}",
+            ]
+        elif kind is _STRING:
+            lines += [
+                f"    if pos >= size: {short.format(1)}",
+                "    if data[pos]:",
+                "        pos += 1",
+                f"        if pos + 2 > size: {short.format(2)}",
+                "        stop = pos + 2 + U16(data, pos)[0]",
+                "        if stop > size:",
+                "            r.pos = pos + 2",
+                f"            raise r.short(stop - pos - 2, {w})",
+                f"        {v} = mutf8(data[pos + 2 : stop])",
+                "        pos = stop",
+                "    else:",
+                f"        {v} = None",
+                "        pos += 1",
+            ]
+        elif kind is _NESTED:
+            lines += [
+                f"    if pos >= size: {short.format(1)}",
+                "    if data[pos]:",
+                "        r.pos = pos + 1",
+                f"        {v} = r.object({w})",
+                "        pos = r.pos",
+                "    else:",
+                f"        {v} = None",
+                "        pos += 1",
+            ]
+        else:
+            env[f"k{i}"] = kind
+            lines += ["    r.pos = pos", f"    {v} = r.field(k{i}, {w})", "    pos = r.pos"]
+    lines += ["    r.pos = pos", "    r.depth -= 1", f"    return cls({', '.join(args)})"]
+    exec("\n".join(lines), env)  # code built from the class table above
+    decode: _Decoder = env["decode"]  # type: ignore[assignment]
+    return decode
+
+
+def _encoder(cls: type[DataStructure]) -> _Encoder:
+    """Compile the encoder of ``cls`` (as :func:`_put_field` would write each field)."""
+    lines = ["def encode(out, obj, st):", f"    out.append({cls.TYPE})"]
+    env: dict[str, object] = {
+        "I32": _I32.pack,
+        "I64": _I64.pack,
+        "U16": _U16.pack,
+        "put_object": _put_object,
+        "put_string": _put_string,
+        "put_field": _put_field,
+    }
+    for i, (name, kind) in enumerate(cls.FIELDS):
+        lines.append(f"    v = obj.{name}")
+        if kind is _BOOL:
+            lines.append("    out.append(1 if v else 0)")
+        elif kind is _LONG:
+            lines.append("    out += I64(v)")
+        elif kind is _INT:
+            lines.append("    out += I32(v)")
+        elif kind is _STRING:
+            lines += [
+                "    if v is None:",
+                "        out.append(0)",
+                "    elif v.isascii() and len(v) <= 0xFFFF and '\\x00' not in v:",
+                "        out.append(1)",
+                "        out += U16(len(v))",
+                "        out += v.encode('ascii')",
+                "    else:",
+                "        put_string(out, v)",
+            ]
+        elif kind is _NESTED:
+            lines += [
+                "    if v is None:",
+                "        out.append(0)",
+                "    else:",
+                "        out.append(1)",
+                "        put_object(out, v, st)",
+            ]
+        else:
+            env[f"k{i}"] = kind
+            lines.append(f"    put_field(out, k{i}, v, st)")
+    exec("\n".join(lines), env)  # code built from the class table above
+    encode: _Encoder = env["encode"]  # type: ignore[assignment]
+    return encode
 
 
 def decode_frame(body: bytes, *, stack_trace: bool = False) -> DataStructure | None:

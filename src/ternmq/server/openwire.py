@@ -19,7 +19,8 @@ OpenWire               engine requests
 ConnectionInfo         credentials checked by the host, then ``Connect`` (user, client id)
                        and ``CreateSession`` 1 (sends outside transactions)
 SessionInfo            nothing (the session's consumers get engine sessions of their own)
-ProducerInfo           nothing (answered)
+ProducerInfo           nothing; with a destination, the ``send`` permission there is checked
+                       (refused: an ExceptionResponse, JMSSecurityException)
 ConsumerInfo           ``CreateSession`` n + ``CreateConsumer`` n (one engine session per
                        consumer, so that closing one releases its deliveries only); on an
                        ``ActiveMQ.Advisory.*`` topic: nothing, the consumer stays idle but
@@ -28,7 +29,8 @@ ConsumerInfo           ``CreateSession`` n + ``CreateConsumer`` n (one engine se
 message (any type)     ``Send`` on session 1, or on the transaction's session
 MessageAck             DELIVERED: ``Credit`` (the prefetch window slides, as ActiveMQ's
                        prefetch extension); STANDARD/INDIVIDUAL/UNMATCHED: ``Ack`` (held
-                       until COMMIT in a transaction) and ``Credit``; POISON: ``Nack`` with
+                       until COMMIT in a transaction; one consumer's acks of one read make
+                       one ``Ack``) and ``Credit``; POISON: ``Nack`` with
                        ``dead_letter`` (the client gave up after its own redeliveries: the
                        dead-letter queue at once, as ActiveMQ does); EXPIRED: ``Expired``;
                        REDELIVERED: counted only
@@ -53,6 +55,12 @@ request arrives, or at once if it made none; an ``Error`` reply answers it with 
 (``javax.jms.<kind>``) and the connection stays open, as ActiveMQ's does. An error of a
 command nobody waits for (an async send) becomes a ``ConnectionError`` (the client's
 exception listener).
+
+Batches: the requests of the commands of one socket read go to the engine together
+(:meth:`OpenWireConnection._run_requests`), before anything the gateway writes on its own
+(a Response to a command that made no request, an error), so the output keeps the order of
+the input. Prefetch credit given back within a read goes to the engine as one one-way
+``Credit`` per consumer at the end of the read, or as soon as half the prefetch is owed.
 
 Deliveries: a ``Deliver`` becomes a MessageDispatch whose message id carries the delivery
 id as ``brokerSequenceId``; the client names deliveries in MessageAck ranges and
@@ -190,6 +198,7 @@ class _Consumer:
         "id",
         "idle",
         "outstanding",
+        "owed",
         "prefetch",
         "pull_timer",
         "pulling",
@@ -208,6 +217,7 @@ class _Consumer:
         self.outstanding: dict[int, _Delivery] = {}
         self.pulling = False  # a MessagePull awaits a message (or its null dispatch)
         self.pull_timer: object | None = None
+        self.owed = 0  # prefetch credit the client gave back, not yet passed on (_grant)
 
 
 class _Transaction:
@@ -271,6 +281,10 @@ class OpenWireConnection(GatewayConnection):
         self._connect_corr = -1
         self._connect_answer = 0
         self._cid = 0  # the id of the command being handled, if it asked for a response
+        # The requests of the commands of one read, handed to the engine together (None:
+        # outside data_received, requests go at once)
+        self._batch: list[c.Request] | None = None
+        self._owing: dict[_Consumer, None] = {}  # consumers with credit owed in this read
 
     @property
     def state(self) -> State:
@@ -286,15 +300,43 @@ class OpenWireConnection(GatewayConnection):
         try:
             events = wire.receive_data(data, self.loop.time())
         except ProtocolViolation as exc:
-            self._on_events(exc.before)
+            self._handle_events(exc.before)
             self.fail(str(exc))
             return
         if events:
             try:
-                self._on_events(events)
+                self._handle_events(events)
             finally:
                 self.host.rearm()
         self._after_shutdown()
+
+    def _handle_events(self, events: Sequence[Event]) -> None:
+        """The commands of one read: their requests go to the engine as one batch, after
+        them (or before anything written without the engine, to keep the output in order)."""
+        self._batch = []
+        try:
+            self._on_events(events)
+        finally:
+            owing, self._owing = self._owing, {}
+            t = self.transport
+            if t is not None and not t.is_closing():  # not after a failure
+                for consumer in owing:
+                    if consumer.owed and self._by_sid.get(consumer.sid) is consumer:
+                        self._pass_credit(consumer)
+            self._drain()
+            self._batch = None
+
+    def _drain(self) -> None:
+        """Hand the batched requests to the engine (and any they make meanwhile)."""
+        while self._batch:
+            batch, self._batch = self._batch, []
+            self._run_requests(batch)
+
+    def _run_requests(self, reqs: list[c.Request]) -> None:
+        """Hand ``reqs`` to the engine, in order (stop if the connection fails meanwhile)."""
+        for req in reqs:
+            if not self._submit(req):
+                return
 
     def _on_events(self, events: Sequence[Event]) -> None:
         for ev in events:
@@ -358,7 +400,11 @@ class OpenWireConnection(GatewayConnection):
         reply before ``handle`` returns)."""
         if answer:
             self._answers[req.corr] = answer
-        self._submit(req)
+        batch = self._batch
+        if batch is None:
+            self._submit(req)
+        else:
+            batch.append(req)
         return req.corr
 
     def _final(self, req: c.Request) -> int:
@@ -370,6 +416,8 @@ class OpenWireConnection(GatewayConnection):
         return next(self._corrs)
 
     def _write_command(self, command: ow.DataStructure) -> None:
+        if self._batch:
+            self._drain()  # what the commands before it asked for comes first
         self._write(ow.encode_frame(command))
 
     def _async_error(self, class_name: str, message: str) -> None:
@@ -551,6 +599,16 @@ class OpenWireConnection(GatewayConnection):
         return 0
 
     def _on_producer(self, info: ow.ProducerInfo) -> int:
+        """A producer with a destination needs the ``send`` permission there (and
+        ``create`` where a send would create it), as ActiveMQ's ``addProducer`` checks:
+        refused, ``createProducer`` fails with a JMSSecurityException."""
+        dest = info.destination
+        broker = self.host.broker
+        conn = self.conn
+        if dest is None or broker is None or conn is None:
+            return 0
+        self._drain()  # the commands before it took effect (a destination they created)
+        broker.authorize(conn, "send", jms_destination(dest))
         return 0
 
     def _on_consumer(self, info: ow.ConsumerInfo) -> int:
@@ -711,9 +769,18 @@ class OpenWireConnection(GatewayConnection):
         first = ack.first_message_id.broker_sequence_id if ack.first_message_id else None
         if last is None:
             return []
-        if first is None or first > last:
-            first = min(consumer.outstanding, default=last)
-        return [did for did in consumer.outstanding if first <= did <= last]
+        outstanding = consumer.outstanding
+        if first == last:
+            return [last] if last in outstanding else []
+        if first is not None and first > last:
+            first = None
+        ids = []
+        for did in outstanding:  # in delivery order: ascending ids
+            if did > last:
+                break
+            if first is None or did >= first:
+                ids.append(did)
+        return ids
 
     def _on_ack(self, ack: ow.MessageAck) -> int:
         cid = ack.consumer_id
@@ -738,7 +805,7 @@ class OpenWireConnection(GatewayConnection):
                 self._credit(consumer, ids)
                 return 0
             n = self._settle(consumer, ids)
-            made = self._final(c.Ack(corr=self._corr(), session_id=consumer.sid, delivery_ids=ids))
+            made = self._ack(consumer, ids)
             self._grant(consumer, n)
             return made
         if kind == POISON_ACK:
@@ -763,6 +830,21 @@ class OpenWireConnection(GatewayConnection):
             return made
         raise JMSException(f"MessageAck type {kind} is not one this server knows")
 
+    def _ack(self, consumer: _Consumer, ids: list[int]) -> int:
+        """Acknowledge ``ids``: one engine ``Ack``, or, when nobody waits for either, the
+        ``Ack`` of the same consumer just before it in this read's batch grows by them."""
+        batch = self._batch
+        if batch and not self._cid:
+            last = batch[-1]
+            if (
+                type(last) is c.Ack
+                and last.session_id == consumer.sid
+                and last.corr not in self._answers
+            ):
+                last.delivery_ids.extend(ids)
+                return 0
+        return self._final(c.Ack(corr=self._corr(), session_id=consumer.sid, delivery_ids=ids))
+
     def _settle(self, consumer: _Consumer, ids: list[int]) -> int:
         """Forget ``ids`` (acknowledged or given back); how many had their credit still
         out (:meth:`_grant` returns it after the request that settles them)."""
@@ -785,9 +867,23 @@ class OpenWireConnection(GatewayConnection):
         self._grant(consumer, n)
 
     def _grant(self, consumer: _Consumer, n: int) -> None:
-        """``n`` more messages of prefetch credit (none for a pulling consumer)."""
-        if n and consumer.prefetch:
-            self._request(c.Credit(corr=self._corr(), consumer_id=consumer.sid, messages=n))
+        """``n`` more messages of prefetch credit (none for a pulling consumer). Within
+        one read it is passed on in batches: once half the prefetch is owed (as ActiveMQ
+        acknowledges with optimizeAcknowledge), and what is left at the end of the read
+        (:meth:`_handle_events`), so no credit waits for another read."""
+        prefetch = consumer.prefetch
+        if not n or not prefetch:
+            return
+        consumer.owed += n
+        if self._batch is None or consumer.owed * 2 >= prefetch:
+            self._pass_credit(consumer)
+        else:
+            self._owing[consumer] = None
+
+    def _pass_credit(self, consumer: _Consumer) -> None:
+        """Give the engine the credit ``consumer`` is owed (one-way: no reply)."""
+        owed, consumer.owed = consumer.owed, 0
+        self._request(c.Credit(consumer_id=consumer.sid, messages=owed))
 
     def _on_pull(self, pull: ow.MessagePull) -> int:
         cid = pull.consumer_id
