@@ -333,10 +333,12 @@ class OpenWireConnection(GatewayConnection):
             self._run_requests(batch)
 
     def _run_requests(self, reqs: list[c.Request]) -> None:
-        """Hand ``reqs`` to the engine, in order (stop if the connection fails meanwhile)."""
-        for req in reqs:
-            if not self._submit(req):
-                return
+        """Hand ``reqs`` to the engine in one entry (``Broker.handle_batch``: each answered as
+        on its own, one output release; it stops if the connection closes meanwhile)."""
+        if len(reqs) == 1:
+            self._submit(reqs[0])
+        else:
+            self._submit_batch(reqs)
 
     def _on_events(self, events: Sequence[Event]) -> None:
         for ev in events:
