@@ -40,6 +40,14 @@ with no request of its own, such as BEGIN, takes its receipt after the last requ
 before it). An ``Error`` reply becomes an ERROR frame (with the receipt id, if the frame
 asked for one) and the connection closes, as STOMP prescribes.
 
+A NON_PERSISTENT SEND outside a transaction and without a ``receipt`` header asks for no
+answer, so it goes to the engine as a quiet ``Send`` (``corr`` 0), as the native client's
+pipelined sends do: answered only if refused, by a ``SendFailed`` event, which becomes the
+same ERROR frame (and close) as a refused send with a reply. A receipt of a later frame does
+not wait for such sends (the client asked no confirmation of them). While the connection
+has sends held for room, sends take replies again, so ``max_inflight_requests`` keeps
+bounding what a client can pile up.
+
 Deliveries: a ``Deliver`` becomes a MESSAGE frame (``server/_stomp_mapping.py``). For
 ``ack:auto`` the message is acknowledged, and its prefetch credit returned, once the frame
 is queued for the socket; while the socket's write buffer is full the credit is held, so a
@@ -481,6 +489,7 @@ class StompConnection(GatewayConnection):
         if conn is None or broker is None:
             return
         tx = self._transaction(frame)
+        receipt = frame.get("receipt")
         req = encode_send(
             frame.headers,
             frame.body,
@@ -490,6 +499,10 @@ class StompConnection(GatewayConnection):
             persistent_default=self.stomp_persistent_default,
             message_id=f"{self._msg_id_prefix}{next(self._msg_ids)}",
             resolve=self._resolve,
+            # Quiet: no reply unless refused (a SendFailed event, then an ERROR frame). Not
+            # while the connection has sends held for room: then each send waits for its
+            # reply again, so max_inflight_requests bounds what a client can pile up.
+            quiet=receipt is None and tx is None and not conn.held,
         )
         if tx is not None:
             tx.sent += len(req.message)
@@ -499,7 +512,10 @@ class StompConnection(GatewayConnection):
                     f"transaction {frame.get('transaction')!r} holds more than "
                     f"stomp_max_transaction_bytes ({most}) of sends: COMMIT more often"
                 )
-        self._request(req, frame.get("receipt"))
+        if req.quiet:
+            self._submit(req)
+        else:
+            self._request(req, receipt)
 
     def _on_subscribe(self, frame: StompFrame) -> None:
         sub_id = frame.get("id")
