@@ -603,6 +603,31 @@ def test_error_closes_only_that_connection(stomp: Dial) -> None:
         assert good.recv().body == b"still here"
 
 
+@pytest.mark.parametrize("policy", ["fail", "block"])
+def test_refused_send_without_receipt_is_an_error(
+    tmp_path: pathlib.Path, transport: Transport, policy: str
+) -> None:
+    """A NON_PERSISTENT SEND without a receipt is not answered when taken; refused (its queue
+    full: at once, or after block_timeout while held), it still ends in an ERROR frame."""
+    server, stomp = own_server(
+        tmp_path,
+        transport,
+        f'[destinations."queue://conf.full"]\nmax_bytes = 3000\nfull_policy = "{policy}"\n'
+        "block_timeout = 0.3\n",
+    )
+    try:
+        with client(stomp) as cl:
+            for _ in range(4):
+                cl.send("SEND", [("destination", "/queue/conf.full")], b"x" * 1000)
+            err = expect_error(cl)
+            assert "full" in (err.get("message") or "") + err.body.decode(), err
+        with client(stomp) as cl:  # what was taken is there, in order
+            subscribe(cl, "/queue/conf.full")
+            assert cl.recv().body == b"x" * 1000
+    finally:
+        server.kill()
+
+
 def test_limits_give_error_and_close(stomp: Dial) -> None:
     with client(stomp) as cl:
         cl.send("SEND", [("destination", "/queue/conf.big")], b"x" * 70_000)

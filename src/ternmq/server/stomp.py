@@ -200,6 +200,9 @@ class StompConnection(GatewayConnection):
         # the ACK frames of one socket read become one Ack and one Credit per subscription
         # (handed over before any other frame, a receipt, and at the end of the read).
         self._acks: dict[_Subscription, list[int]] = {}
+        # Requests made and not yet handed to the engine: a socket read's go together
+        # (_run_requests), after its last frame.
+        self._reqs: list[c.Request] = []
 
     @property
     def state(self) -> State:
@@ -225,6 +228,8 @@ class StompConnection(GatewayConnection):
             finally:
                 if self._acks:
                     self._flush_acks()
+                if self._reqs:
+                    self._drain()
                 self.host.rearm()
             return
         if state is _CLOSED:
@@ -260,6 +265,8 @@ class StompConnection(GatewayConnection):
                 self._frame(ev)
         if self._acks:
             self._flush_acks()
+        if self._reqs:
+            self._drain()
 
     def _frame(self, frame: StompFrame) -> None:
         """One frame of an OPEN connection."""
@@ -267,14 +274,17 @@ class StompConnection(GatewayConnection):
             self._flush_acks()
         handler = _HANDLERS.get(frame.command)
         if handler is None:
+            self._drain()
             self.fail(f"{frame.command} is not a frame a client sends once connected")
             return
         try:
             handler(self, frame)
         except JMSException as exc:
+            self._drain()  # the frames before this one take effect, as they were read first
             self.fail(str(exc), receipt=frame.get("receipt"))
         except Exception as exc:  # a bug here: this connection only pays for it
             log.exception("event=internal_error peer=%s frame=%s", self.peer, frame.command)
+            self._drain()
             self.fail(f"internal error handling {frame.command}: {type(exc).__name__}")
 
     # ---- requests and replies -------------------------------------------------------------
@@ -283,7 +293,20 @@ class StompConnection(GatewayConnection):
         is written when its reply comes."""
         self._pending[req.corr] = None if receipt is None else [receipt]
         self._last_corr = req.corr
-        self._submit(req)
+        self._reqs.append(req)
+
+    def _drain(self) -> None:
+        """Hand the requests collected so far to the engine (see :meth:`_run_requests`)."""
+        reqs, self._reqs = self._reqs, []
+        self._run_requests(reqs)
+
+    def _run_requests(self, reqs: list[c.Request]) -> None:
+        """The one place requests reach the engine: those of one socket read (or of one
+        timer or callback) together, in order; none after the connection closed (an
+        ``Error`` or ``SendFailed`` of an earlier one closes it)."""
+        for req in reqs:
+            if self.wire.state is _CLOSED or not self._submit(req):
+                return
 
     def _corr(self) -> int:
         return next(self._corrs)
@@ -382,6 +405,7 @@ class StompConnection(GatewayConnection):
                 continue
             self._request(c.Ack(corr=self._corr(), session_id=sid, delivery_ids=ids))
             self._credit(sid, len(ids))
+        self._drain()
         self.host.rearm()
 
     def _credit(self, sid: int, n: int) -> None:
@@ -398,6 +422,7 @@ class StompConnection(GatewayConnection):
             for sid, n in held.items():
                 if sid in self._by_sid:
                     self._request(c.Credit(corr=self._corr(), consumer_id=sid, messages=n))
+            self._drain()
             self.host.rearm()
 
     # ---- CONNECT --------------------------------------------------------------------------
@@ -424,6 +449,7 @@ class StompConnection(GatewayConnection):
         client_id = frame.get("client-id")
         self._request(c.Connect(corr=self._corr(), user=self.user, client_id=client_id))
         self._request(c.CreateSession(corr=self._corr(), session_id=_SEND_SESSION))
+        self._drain()
         if self.wire.state is not _OPEN:
             self.host.rearm()
             return
@@ -451,6 +477,7 @@ class StompConnection(GatewayConnection):
             self._frame(frame)
         if self._acks:
             self._flush_acks()
+        self._drain()
         self.host.rearm()
 
     # ---- destinations ---------------------------------------------------------------------
@@ -513,7 +540,7 @@ class StompConnection(GatewayConnection):
                     f"stomp_max_transaction_bytes ({most}) of sends: COMMIT more often"
                 )
         if req.quiet:
-            self._submit(req)
+            self._reqs.append(req)
         else:
             self._request(req, receipt)
 
