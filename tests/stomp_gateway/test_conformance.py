@@ -355,6 +355,25 @@ def test_bad_priority_is_an_error(stomp: Dial) -> None:
         assert "priority" in (expect_error(cl).get("message") or "")
 
 
+def test_frames_read_before_a_bad_one_take_effect(stomp: Dial) -> None:
+    """The frames of one read are handed to the engine together after the read: a bad frame
+    among them still lets those before it act (here: two sends, one persistent), then ends
+    the connection with an ERROR."""
+    with client(stomp) as cl:
+        dest = [("destination", "/queue/conf.before-bad")]
+        cl.send_bytes(
+            encode_frame("SEND", dest, b"one", version="1.2")
+            + encode_frame("SEND", [*dest, ("persistent", "true")], b"two", version="1.2")
+            + encode_frame("SEND", [*dest, ("priority", "12")], b"bad", version="1.2")
+            + encode_frame("SEND", dest, b"after", version="1.2")
+        )
+        assert "priority" in (expect_error(cl).get("message") or "")
+    with client(stomp) as cl:
+        subscribe(cl, "/queue/conf.before-bad")
+        assert [cl.recv().body, cl.recv().body] == [b"one", b"two"]
+        no_frame(cl)
+
+
 # ---- SUBSCRIBE ----------------------------------------------------------------------------
 def test_selector_compares_stomp_properties_as_strings(stomp: Dial) -> None:
     with client(stomp) as cl:
