@@ -22,7 +22,9 @@
 #
 # Needs root and `../shared/bench/setup-peers.sh install`. Environment: BEFORE_SRC (required),
 # ROUNDS (3), BROKERS ("before after activemq"), OUT (build/before-after), TERNMQ_PYTHON
-# (.venv/bin/python), LOADPY (a python with uvloop and stomp.py: ../shared/bench/.venv's).
+# (.venv/bin/python), LOADPY (a python with uvloop and stomp.py: ../shared/bench/.venv's),
+# SCENARIOS ("S1 S2sync S2b100 S3 S4 S5"), WARMUP (S1 messages before them: 50000),
+# PYCLIENTS (1: run pyclients.py too; 0: not).
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH=${BENCH:-$ROOT/../shared/bench}
@@ -31,6 +33,9 @@ OUT=${OUT:-$ROOT/build/before-after}
 BROKERS=${BROKERS:-before after activemq}
 TERNMQ_PYTHON=${TERNMQ_PYTHON:-$ROOT/.venv/bin/python}
 LOADPY=${LOADPY:-$BENCH/.venv/bin/python}
+SCENARIOS=${SCENARIOS:-S1 S2sync S2b100 S3 S4 S5}
+WARMUP=${WARMUP:-50000}
+PYCLIENTS=${PYCLIENTS:-1}
 : "${BEFORE_SRC:?set BEFORE_SRC to the src directory of the tree to compare with}"
 mkdir -p "$OUT"
 # shellcheck source=/dev/null
@@ -60,8 +65,8 @@ for r in $(seq 1 "$ROUNDS"); do
       TGT="--port 61651"
     fi
     # shellcheck disable=SC2086
-    $LOAD run $TGT --scenario S1 --count 50000 --quiet-pct 0 --max-other 0 >/dev/null 2>&1
-    for sc in S1 S2sync S2b100 S3 S4 S5; do
+    $LOAD run $TGT --scenario S1 --count "$WARMUP" --quiet-pct 0 --max-other 0 >/dev/null 2>&1
+    for sc in $SCENARIOS; do
       extra=""
       case $sc in S2sync) extra="--count 3000" ;; S2b100) extra="--count 50000" ;; esac
       # shellcheck disable=SC2086
@@ -70,15 +75,20 @@ for r in $(seq 1 "$ROUNDS"); do
     done
     sed "s/\"broker\": *\"[a-z]*\"/\"broker\": \"$b\"/" "$OUT/$b.part.jsonl" >>"$OUT/$b.jsonl"
     rm -f "$OUT/$b.part.jsonl"
-    if [ "$b" = activemq ]; then
+    if [ "$PYCLIENTS" = 0 ]; then
+      :
+    elif [ "$b" = activemq ]; then
       timeout 200 "$LOADPY" "$OUT/pyclients-amq.py" activemq --count 30000 >>"$OUT/py-$b.jsonl" 2>/dev/null
       timeout 200 "$LOADPY" "$OUT/pyclients-amq.py" activemq --count 2000 --persistent >>"$OUT/py-$b.jsonl" 2>/dev/null
-      stop_activemq >/dev/null 2>&1
     else
       PYTHONPATH=$SRC timeout 200 "$TERNMQ_PYTHON" "$BENCH/pyclients.py" ternmq --url tcp://127.0.0.1:61662 \
         --count 30000 >>"$OUT/py-$b.jsonl" 2>/dev/null
       PYTHONPATH=$SRC timeout 200 "$TERNMQ_PYTHON" "$BENCH/pyclients.py" ternmq --url tcp://127.0.0.1:61662 \
         --count 2000 --persistent >>"$OUT/py-$b.jsonl" 2>/dev/null
+    fi
+    if [ "$b" = activemq ]; then
+      stop_activemq >/dev/null 2>&1
+    else
       kill -TERM "$PID"
       wait "$PID"
       rm -rf "$D"

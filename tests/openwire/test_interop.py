@@ -94,17 +94,14 @@ def _retarget(
     cmd: ow.Message, dest: ow.ActiveMQDestination, producer: ow.ProducerId, seq: int
 ) -> ow.Message:
     """``cmd`` as this connection's producer sends it to ``dest`` now (ActiveMQ's producer
-    fills these fields in), without the scheduled delay (mapping tests cover it) and without
-    NUL in String properties: a STOMP header cannot carry one (the STOMP gateway sends it raw,
-    which ends the frame early for every STOMP client)."""
+    fills these fields in), without the scheduled delay (mapping tests cover it). A String
+    property holding a NUL stays: the JMS consumer reads it whole, the STOMP gateway leaves
+    that header out (no STOMP header can carry a NUL) and the frame stays whole."""
     props = (
         ow.decode_primitive_map(cmd.marshalled_properties) if cmd.marshalled_properties else None
     )
     if props is not None:
         props.pop(m.SCHEDULED_DELAY, None)
-        for key, item in props.items():
-            if isinstance(item.value, str) and "\x00" in item.value:
-                props[key] = ow.Primitive(item.type, item.value.replace("\x00", ""))
     now = int(time.time() * 1000)
     return dataclasses.replace(
         cmd,
@@ -176,6 +173,7 @@ def test_java_messages_reach_python_and_stomp_consumers_intact(port: int, java: 
     assert isinstance(text, TextMessage) and text.text == "h\u00e9llo \U0001f600 \x00 end"
     assert text.get_long_property("aLong") == 2**63 - 1
     assert text.get_string_property("JMSXGroupID") == "group-a"
+    assert "\x00" in (text.get_string_property("aString") or "")  # whole over JMS
     mapped = got["map"]
     assert isinstance(mapped, MapMessage) and mapped.get_char("char") == "\u00e9"
     assert isinstance(got["object"], ObjectMessage)
@@ -191,6 +189,7 @@ def test_java_messages_reach_python_and_stomp_consumers_intact(port: int, java: 
     assert text_frame.body == "h\u00e9llo \U0001f600 \x00 end".encode()
     headers = text_frame.headers
     assert headers["aLong"] == str(2**63 - 1)
+    assert "aString" not in headers  # its NUL: no STOMP header carries one
     assert headers["aShort"] == "-32768" and headers["aBoolean"] == "true"
     assert headers["aDouble"] == "-2.5E-300"
     assert headers["JMSXGroupID"] == "group-a" and headers["correlation-id"] == "corr-1"

@@ -355,6 +355,25 @@ def test_bad_priority_is_an_error(stomp: Dial) -> None:
         assert "priority" in (expect_error(cl).get("message") or "")
 
 
+def test_frames_read_before_a_bad_one_take_effect(stomp: Dial) -> None:
+    """The frames of one read are handed to the engine together after the read: a bad frame
+    among them still lets those before it act (here: two sends, one persistent), then ends
+    the connection with an ERROR."""
+    with client(stomp) as cl:
+        dest = [("destination", "/queue/conf.before-bad")]
+        cl.send_bytes(
+            encode_frame("SEND", dest, b"one", version="1.2")
+            + encode_frame("SEND", [*dest, ("persistent", "true")], b"two", version="1.2")
+            + encode_frame("SEND", [*dest, ("priority", "12")], b"bad", version="1.2")
+            + encode_frame("SEND", dest, b"after", version="1.2")
+        )
+        assert "priority" in (expect_error(cl).get("message") or "")
+    with client(stomp) as cl:
+        subscribe(cl, "/queue/conf.before-bad")
+        assert [cl.recv().body, cl.recv().body] == [b"one", b"two"]
+        no_frame(cl)
+
+
 # ---- SUBSCRIBE ----------------------------------------------------------------------------
 def test_selector_compares_stomp_properties_as_strings(stomp: Dial) -> None:
     with client(stomp) as cl:
@@ -601,6 +620,31 @@ def test_error_closes_only_that_connection(stomp: Dial) -> None:
         assert err.get("message")
         send(good, "/queue/conf.others", b"still here")
         assert good.recv().body == b"still here"
+
+
+@pytest.mark.parametrize("policy", ["fail", "block"])
+def test_refused_send_without_receipt_is_an_error(
+    tmp_path: pathlib.Path, transport: Transport, policy: str
+) -> None:
+    """A NON_PERSISTENT SEND without a receipt is not answered when taken; refused (its queue
+    full: at once, or after block_timeout while held), it still ends in an ERROR frame."""
+    server, stomp = own_server(
+        tmp_path,
+        transport,
+        f'[destinations."queue://conf.full"]\nmax_bytes = 3000\nfull_policy = "{policy}"\n'
+        "block_timeout = 0.3\n",
+    )
+    try:
+        with client(stomp) as cl:
+            for _ in range(4):
+                cl.send("SEND", [("destination", "/queue/conf.full")], b"x" * 1000)
+            err = expect_error(cl)
+            assert "full" in (err.get("message") or "") + err.body.decode(), err
+        with client(stomp) as cl:  # what was taken is there, in order
+            subscribe(cl, "/queue/conf.full")
+            assert cl.recv().body == b"x" * 1000
+    finally:
+        server.kill()
 
 
 def test_limits_give_error_and_close(stomp: Dial) -> None:

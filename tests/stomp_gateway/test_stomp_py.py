@@ -13,6 +13,8 @@ import pytest
 
 stomp = pytest.importorskip("stomp")
 
+from ternmq import ConnectionFactory, Queue  # noqa: E402
+
 from ._support import start_server  # noqa: E402
 
 TIMEOUT = 10.0
@@ -51,14 +53,20 @@ class Inbox(stomp.ConnectionListener):  # type: ignore[misc]
 
 
 @pytest.fixture(scope="module")
-def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, int]]:
+    """(native port, STOMP port) of one server for the module."""
     server, stomp_port = start_server(
         tmp_path_factory.mktemp("stomppy"), "[broker]\nmax_delivery_attempts = 2\n"
     )
     try:
-        yield stomp_port
+        yield server.port, stomp_port
     finally:
         server.kill()
+
+
+@pytest.fixture(scope="module")
+def port(served: tuple[int, int]) -> int:
+    return served[1]
 
 
 Client = tuple[Any, Inbox]
@@ -186,3 +194,31 @@ def test_transactions(port: int, clients: list[Client]) -> None:
     conn.abort(tx2, receipt="a")
     inbox.wait_receipt("a")
     wi.none()
+
+
+def test_nul_in_a_property_drops_that_header_only(
+    served: tuple[int, int], clients: list[Client]
+) -> None:
+    """A String property holding a NUL (a JMS client may set one; no STOMP header can carry
+    it) is left out of the MESSAGE frame, which stays whole: stomp.py reads every other
+    header and the body, and the next message too."""
+    native, port = served
+    conn, inbox = new(clients, port)
+    conn.subscribe("/queue/py.nul", id="1", receipt="sub")
+    inbox.wait_receipt("sub")
+    with ConnectionFactory(f"tcp://127.0.0.1:{native}").create_connection() as jms:
+        session = jms.create_session()
+        producer = session.create_producer(Queue("py.nul"))
+        m = session.create_text_message("after \x00 the body's NUL")
+        m.set_string_property("bad", "a\x00b")
+        m.set_string_property("good", "kept")
+        m.jms_type = "t\x00"
+        producer.send(m)
+        producer.send(session.create_text_message("next"))
+    f = inbox.get()
+    assert f.body == "after \x00 the body's NUL"
+    assert f.headers["good"] == "kept"
+    assert "bad" not in f.headers and "type" not in f.headers
+    assert f.headers["message-id"] == m.jms_message_id
+    assert inbox.get().body == "next"
+    assert not inbox.errors

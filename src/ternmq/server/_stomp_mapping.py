@@ -22,7 +22,9 @@ SEND -> JMS: ``persistent`` (default: the listener's, NON_PERSISTENT unless conf
 ``amq-msg-type``, else ``content-type``, else the presence of ``content-length``.
 
 JMS -> MESSAGE: the JMS headers under their STOMP names, every property in its Java string
-form (null properties are left out: STOMP has no null), ``JMSXDeliveryCount``, and the body
+form (null properties are left out: STOMP has no null; so is a header whose name or value
+holds a NUL character, which no STOMP version can escape and which would end the frame
+early: logged as ``stomp_header_dropped``), ``JMSXDeliveryCount``, and the body
 by type: Text as UTF-8 ``text/plain``, Bytes and Object (the pickled octets) as
 ``application/octet-stream``, Map and Stream as JSON (``application/json``) with
 ``ternmq-body-type`` naming the JMS type (``bytes`` values in JSON as base64 strings).
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Final
@@ -54,6 +57,9 @@ from ternmq.message.codec import (
 )
 from ternmq.protocol.commands import Send
 from ternmq.protocol.stomp import encode_headers, escape_header
+from ternmq.server.logs import log_event
+
+log = logging.getLogger("ternmq.server")
 
 __all__ = [
     "BODY_TYPE_HEADER",
@@ -175,6 +181,7 @@ def encode_send(
     message_id: str,
     resolve: Callable[[str], Destination],
     persistent_default: bool = False,
+    quiet: bool = False,
     limits: CodecLimits = DEFAULT_LIMITS,
 ) -> Send:
     """The engine request of a SEND frame: the JMS message it carries, encoded once in the
@@ -194,6 +201,8 @@ def encode_send(
         message_id: the JMSMessageID to give it.
         resolve: a STOMP destination (``destination``, ``reply-to``) -> JMS destination.
         persistent_default: the delivery mode without a ``persistent`` header.
+        quiet: make the send quiet (``corr`` 0, answered only if refused) if it is
+            NON_PERSISTENT; a PERSISTENT one keeps ``corr`` (its reply says it is durable).
         limits: the codec's bounds (properties, body size, encoded size).
 
     Raises:
@@ -289,8 +298,9 @@ def encode_send(
     )
     group = props.get("JMSXGroupID")
     seq = props.get("JMSXGroupSeq", 0)
+    quiet = quiet and not durable
     return Send(
-        corr=corr,
+        corr=0 if quiet else corr,
         session_id=session_id,
         destination=dest,
         message=data,
@@ -300,6 +310,7 @@ def encode_send(
         delivery_time=delivery_time,
         group_id=group if isinstance(group, str) else None,
         group_seq=seq if isinstance(seq, int) else 0,
+        quiet=quiet,
     )
 
 
@@ -370,6 +381,36 @@ def message_headers(msg: Message) -> tuple[list[tuple[str, str]], bytes | bytear
         h.append(("content-type", ctype))
     h.append(("content-length", str(len(body))))
     return h, body
+
+
+def _header_lines(headers: list[tuple[str, str]], version: str) -> bytes:
+    """The header lines of :func:`message_headers`' ``headers`` in STOMP ``version``."""
+    if version == "1.0":
+        return encode_headers(headers, version)
+    # the message-id, which holds a colon, escaped on its own (see message_headers)
+    mid_line = f"message-id:{escape_header(headers[0][1], version)}\n".encode()
+    return mid_line + encode_headers(headers[1:], version)
+
+
+def _without_nul(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``headers`` without those holding a NUL character, which no STOMP version can carry
+    in a header (it ends the frame); each dropped one is logged. The message-id (first) is
+    kept, its NULs removed, since every MESSAGE has one."""
+    mid = headers[0][1]
+    kept = [(headers[0][0], mid.replace("\x00", ""))]
+    for name, value in headers[1:]:
+        if "\x00" in name or "\x00" in value:
+            log_event(
+                log,
+                logging.WARNING,
+                "stomp_header_dropped",
+                message_id=mid.replace("\x00", ""),
+                header=name.replace("\x00", "\\0"),
+                reason="a NUL character, which a STOMP header cannot carry",
+            )
+            continue
+        kept.append((name, value))
+    return kept
 
 
 _FIRST_DELIVERY: Final = b"redelivered:false\nJMSXDeliveryCount:1\n"
@@ -456,11 +497,9 @@ class MessageFrames:
             return hit[3]
         msg = decode_message(raw)
         headers, body = message_headers(msg)
-        if version == "1.0":
-            lines = encode_headers(headers, version)
-        else:  # the message-id, which holds a colon, escaped on its own (see message_headers)
-            mid_line = f"message-id:{escape_header(headers[0][1], version)}\n".encode()
-            lines = mid_line + encode_headers(headers[1:], version)
+        lines = _header_lines(headers, version)
+        if b"\x00" in lines:  # a NUL would end the frame early for every STOMP client
+            lines = _header_lines(_without_nul(headers), version)
         self.message_id = mid = msg._message_id
         if len(body) > _JOIN_MAX:
             return (lines + b"\n", body, b"\x00")

@@ -40,6 +40,14 @@ with no request of its own, such as BEGIN, takes its receipt after the last requ
 before it). An ``Error`` reply becomes an ERROR frame (with the receipt id, if the frame
 asked for one) and the connection closes, as STOMP prescribes.
 
+A NON_PERSISTENT SEND outside a transaction and without a ``receipt`` header asks for no
+answer, so it goes to the engine as a quiet ``Send`` (``corr`` 0), as the native client's
+pipelined sends do: answered only if refused, by a ``SendFailed`` event, which becomes the
+same ERROR frame (and close) as a refused send with a reply. A receipt of a later frame does
+not wait for such sends (the client asked no confirmation of them). While the connection
+has sends held for room, sends take replies again, so ``max_inflight_requests`` keeps
+bounding what a client can pile up.
+
 Deliveries: a ``Deliver`` becomes a MESSAGE frame (``server/_stomp_mapping.py``). For
 ``ack:auto`` the message is acknowledged, and its prefetch credit returned, once the frame
 is queued for the socket; while the socket's write buffer is full the credit is held, so a
@@ -192,6 +200,9 @@ class StompConnection(GatewayConnection):
         # the ACK frames of one socket read become one Ack and one Credit per subscription
         # (handed over before any other frame, a receipt, and at the end of the read).
         self._acks: dict[_Subscription, list[int]] = {}
+        # Requests made and not yet handed to the engine: a socket read's go together
+        # (_run_requests), after its last frame.
+        self._reqs: list[c.Request] = []
 
     @property
     def state(self) -> State:
@@ -217,6 +228,8 @@ class StompConnection(GatewayConnection):
             finally:
                 if self._acks:
                     self._flush_acks()
+                if self._reqs:
+                    self._drain()
                 self.host.rearm()
             return
         if state is _CLOSED:
@@ -252,6 +265,8 @@ class StompConnection(GatewayConnection):
                 self._frame(ev)
         if self._acks:
             self._flush_acks()
+        if self._reqs:
+            self._drain()
 
     def _frame(self, frame: StompFrame) -> None:
         """One frame of an OPEN connection."""
@@ -259,14 +274,17 @@ class StompConnection(GatewayConnection):
             self._flush_acks()
         handler = _HANDLERS.get(frame.command)
         if handler is None:
+            self._drain()
             self.fail(f"{frame.command} is not a frame a client sends once connected")
             return
         try:
             handler(self, frame)
         except JMSException as exc:
+            self._drain()  # the frames before this one take effect, as they were read first
             self.fail(str(exc), receipt=frame.get("receipt"))
         except Exception as exc:  # a bug here: this connection only pays for it
             log.exception("event=internal_error peer=%s frame=%s", self.peer, frame.command)
+            self._drain()
             self.fail(f"internal error handling {frame.command}: {type(exc).__name__}")
 
     # ---- requests and replies -------------------------------------------------------------
@@ -275,7 +293,20 @@ class StompConnection(GatewayConnection):
         is written when its reply comes."""
         self._pending[req.corr] = None if receipt is None else [receipt]
         self._last_corr = req.corr
-        self._submit(req)
+        self._reqs.append(req)
+
+    def _drain(self) -> None:
+        """Hand the requests collected so far to the engine (see :meth:`_run_requests`)."""
+        reqs, self._reqs = self._reqs, []
+        self._run_requests(reqs)
+
+    def _run_requests(self, reqs: list[c.Request]) -> None:
+        """The one place requests reach the engine: those of one socket read (or of one
+        timer or callback) together, in order; none after the connection closed (an
+        ``Error`` or ``SendFailed`` of an earlier one closes it)."""
+        for req in reqs:
+            if self.wire.state is _CLOSED or not self._submit(req):
+                return
 
     def _corr(self) -> int:
         return next(self._corrs)
@@ -374,6 +405,7 @@ class StompConnection(GatewayConnection):
                 continue
             self._request(c.Ack(corr=self._corr(), session_id=sid, delivery_ids=ids))
             self._credit(sid, len(ids))
+        self._drain()
         self.host.rearm()
 
     def _credit(self, sid: int, n: int) -> None:
@@ -390,6 +422,7 @@ class StompConnection(GatewayConnection):
             for sid, n in held.items():
                 if sid in self._by_sid:
                     self._request(c.Credit(corr=self._corr(), consumer_id=sid, messages=n))
+            self._drain()
             self.host.rearm()
 
     # ---- CONNECT --------------------------------------------------------------------------
@@ -411,6 +444,7 @@ class StompConnection(GatewayConnection):
         client_id = frame.get("client-id")
         self._request(c.Connect(corr=self._corr(), user=self.user, client_id=client_id))
         self._request(c.CreateSession(corr=self._corr(), session_id=_SEND_SESSION))
+        self._drain()
         if self.wire.state is not _OPEN:
             self.host.rearm()
             return
@@ -427,6 +461,7 @@ class StompConnection(GatewayConnection):
             self._frame(frame)
         if self._acks:
             self._flush_acks()
+        self._drain()
         self.host.rearm()
 
     # ---- destinations ---------------------------------------------------------------------
@@ -465,6 +500,7 @@ class StompConnection(GatewayConnection):
         if conn is None or broker is None:
             return
         tx = self._transaction(frame)
+        receipt = frame.get("receipt")
         req = encode_send(
             frame.headers,
             frame.body,
@@ -474,6 +510,10 @@ class StompConnection(GatewayConnection):
             persistent_default=self.stomp_persistent_default,
             message_id=f"{self._msg_id_prefix}{next(self._msg_ids)}",
             resolve=self._resolve,
+            # Quiet: no reply unless refused (a SendFailed event, then an ERROR frame). Not
+            # while the connection has sends held for room: then each send waits for its
+            # reply again, so max_inflight_requests bounds what a client can pile up.
+            quiet=receipt is None and tx is None and not conn.held,
         )
         if tx is not None:
             tx.sent += len(req.message)
@@ -483,7 +523,10 @@ class StompConnection(GatewayConnection):
                     f"transaction {frame.get('transaction')!r} holds more than "
                     f"stomp_max_transaction_bytes ({most}) of sends: COMMIT more often"
                 )
-        self._request(req, frame.get("receipt"))
+        if req.quiet:
+            self._reqs.append(req)
+        else:
+            self._request(req, receipt)
 
     def _on_subscribe(self, frame: StompFrame) -> None:
         sub_id = frame.get("id")
