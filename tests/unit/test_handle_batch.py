@@ -120,6 +120,33 @@ def test_a_disconnect_in_the_middle_stops_the_batch() -> None:
     assert not any(getattr(x, "corr", 0) in (12, 13) for x in out)
 
 
+def test_stop_on_error_ends_the_batch_after_the_first_refusal() -> None:
+    """A protocol whose errors end the connection (STOMP) asks the batch to stop after the
+    first request answered with Error or SendFailed: what follows has no effect."""
+    for refused in (
+        c.CreateSession(corr=11, session_id=1),  # already open: Error
+        c.Send(corr=0, session_id=9, destination=Q, message=b"", quiet=True),  # SendFailed
+    ):
+        h = EngineHarness()
+        out: list[c.Command] = []
+        conn = h.broker.connect(out.append)
+        for req in SETUP:
+            h.broker.handle(conn, req)
+        reqs: list[c.Request] = [_send(10), refused, _send(12), _send(0, quiet=True)]
+        assert h.broker.handle_batch(conn, reqs, stop_on_error=True) == 2
+        assert [x.corr for x in out if isinstance(x, c.Ok)][-1] == 10
+        assert sum(isinstance(x, c.Deliver) for x in out) == 1  # the sends after it: none
+        assert not any(getattr(x, "corr", 0) == 12 for x in out)
+        # Without the flag the batch goes on, as handle would request by request.
+        h2 = EngineHarness()
+        out2: list[c.Command] = []
+        conn2 = h2.broker.connect(out2.append)
+        for req in SETUP:
+            h2.broker.handle(conn2, req)
+        assert h2.broker.handle_batch(conn2, reqs) == 4
+        assert sum(isinstance(x, c.Deliver) for x in out2) == 3
+
+
 def test_held_sends_in_a_batch_are_taken_in_order_when_room_frees() -> None:
     def make() -> EngineHarness:
         full = DestinationPolicy(max_bytes=3 * SIZE, full_policy="block", block_timeout=5.0)

@@ -133,6 +133,20 @@ def _run_now(fn: Callable[[], None]) -> None:
 NOT_STORED = -1
 
 
+def _refused(
+    out: list[tuple[BrokerConnection, c.Command]], mark: int, conn: BrokerConnection
+) -> bool:
+    """Whether ``conn`` was answered with an ``Error`` or ``SendFailed`` in ``out[mark:]``."""
+    for i in range(mark, len(out)):
+        to, cmd = out[i]
+        if to is conn and type(cmd) in _REFUSALS:
+            return True
+    return False
+
+
+_REFUSALS: Final = (c.Error, c.SendFailed)
+
+
 class Broker:
     """A JMS broker engine.
 
@@ -277,20 +291,26 @@ class Broker:
         self._handle_one(conn, req)
         self._flush()
 
-    def handle_batch(self, conn: BrokerConnection, reqs: Sequence[c.Request]) -> int:
+    def handle_batch(
+        self, conn: BrokerConnection, reqs: Sequence[c.Request], *, stop_on_error: bool = False
+    ) -> int:
         """Process the requests of one read of ``conn`` in order, as :meth:`handle` would
         one by one, but with one output release for all of them; returns how many were
         processed. Each is answered on its own (an error answers that request only; the rest
         go on), with the same store batches: a request that writes to the store ends its own
         batch, so a store failure fails the replies of that request only. The requests after
         one that leaves the connection closed (``Disconnect``, an operator's close) are not
-        processed: the caller closes the socket once the output is out."""
+        processed: the caller closes the socket once the output is out. With
+        ``stop_on_error`` (a protocol whose errors end the connection, as STOMP's do) the
+        requests after one answered with ``Error`` or ``SendFailed`` are not processed either."""
         n = 0
         try:
             for req in reqs:
                 mark = len(self._out)
                 self._handle_one(conn, req)
                 n += 1
+                if stop_on_error and _refused(self._out, mark, conn):
+                    break
                 if self._ops:  # a store batch of its own (its replies wait for it)
                     self._flush_after(mark)
                 if conn.closed:

@@ -259,7 +259,7 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
             self.host.due_awaited = True
         return True
 
-    def _submit_batch(self, reqs: Sequence[c.Request]) -> int:
+    def _submit_batch(self, reqs: Sequence[c.Request], *, stop_on_error: bool = False) -> int:
         """Hand the requests of one read to the broker in one entry (``Broker.handle_batch``:
         the same per-request answers, one output release). Returns how many it processed
         (it stops after one that left the connection closed), or -1 if it could not (as
@@ -278,7 +278,7 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         store = self.host.owner_store if awaited else None
         batches = 0 if store is None else store.batches
         try:
-            n = broker.handle_batch(conn, reqs)
+            n = broker.handle_batch(conn, reqs, stop_on_error=stop_on_error)
         except Exception as exc:  # a bug in the engine: this connection only pays for it
             log.exception("event=internal_error peer=%s requests=%d", self.peer, len(reqs))
             self.fail(f"internal error handling a batch of {len(reqs)}: {type(exc).__name__}")

@@ -303,10 +303,14 @@ class StompConnection(GatewayConnection):
     def _run_requests(self, reqs: list[c.Request]) -> None:
         """The one place requests reach the engine: those of one socket read (or of one
         timer or callback) together, in order; none after the connection closed (an
-        ``Error`` or ``SendFailed`` of an earlier one closes it)."""
-        for req in reqs:
-            if self.wire.state is _CLOSED or not self._submit(req):
-                return
+        ``Error`` or ``SendFailed`` of an earlier one closes it). Several go to the engine in
+        one entry (``Broker.handle_batch``), which stops after one it refused."""
+        if self.wire.state is _CLOSED or not reqs:
+            return
+        if len(reqs) == 1:
+            self._submit(reqs[0])
+        else:
+            self._submit_batch(reqs, stop_on_error=True)
 
     def _corr(self) -> int:
         return next(self._corrs)
