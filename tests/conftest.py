@@ -24,6 +24,29 @@ settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
+# The longest test files (minutes, measured), run first: under pytest-xdist a file runs on one
+# worker, and one of these left to the end keeps the other worker idle for its whole length.
+LONG_FILES = (
+    "spark/test_kill_exactly_once.py",
+    "stomp_gateway/test_fuzz.py",
+    "server/test_fuzz_live.py",
+    "server/test_memory.py",
+    "openwire/test_java_clients.py",
+    "test_readme.py",
+    "spark/test_pipeline_demo.py",
+    "openwire/test_gateway_fuzz.py",
+    "conformance/test_sub.py",
+    "conformance/test_prod.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Order the long files first (see ``LONG_FILES``); the rest keep their order."""
+    tests = pathlib.Path(__file__).parent
+    rank = {str(tests / name): i for i, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(str(item.path), len(LONG_FILES)))
+
+
 @pytest.fixture
 def small_volume(tmp_path: pathlib.Path) -> Iterator[Callable[[str], pathlib.Path]]:
     """``small_volume(size) -> path``: a tmpfs of ``size`` (``"20m"``) mounted for the test
