@@ -10,7 +10,7 @@ SPARK  := $(VENV)/.installed-spark
 # The JavaScript clients the tests drive (@stomp/stompjs in Chromium): npm ci into tests/js.
 JSDEPS := tests/js/node_modules/.installed
 
-.PHONY: venv install run demo pipeline-demo test lint typecheck unit catalog-coverage bench bench-peers clean sysdeps
+.PHONY: venv install run demo pipeline-demo test lint typecheck unit catalog-coverage bench bench-peers clean sysdeps wheel-compiled test-compiled
 
 $(RUNSTAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -67,6 +67,31 @@ catalog-coverage: $(SPARK)
 
 ## make test: lint, type-check, run the whole test suite, check catalog coverage
 test: lint typecheck unit catalog-coverage
+
+# The compiled variant (mypyc, see docs/performance.md "Compiled hot modules"): a release wheel
+# built with TERNMQ_MYPYC=1 into build/wheel, installed in its own venv with the dev venv's
+# versions of everything else (pip freeze as constraints).
+CVENV := build/compiled-venv
+CPY   := $(CVENV)/bin/python
+
+## make wheel-compiled: build/wheel/ternmq-*.whl with the hot modules compiled (needs gcc)
+wheel-compiled: $(STAMP)
+	rm -rf build/wheel
+	TERNMQ_MYPYC=1 $(PY) -m pip wheel --quiet --no-deps -w build/wheel .
+
+## make test-compiled: that wheel installed in build/compiled-venv, and the focused suite run
+## against the INSTALLED package (the conformance suite over vm://, the batch unit tests)
+test-compiled: wheel-compiled
+	rm -rf $(CVENV)
+	$(PY) -m venv $(CVENV)
+	$(PY) -m pip freeze --exclude-editable > build/constraints.txt
+	$(CPY) -m pip install --quiet -c build/constraints.txt build/wheel/ternmq-*.whl \
+	    pytest pytest-timeout hypothesis
+	$(CPY) -c "import sys, ternmq; print(ternmq.__file__, ternmq.compiled()); \
+	    sys.exit('not the compiled install' if not ternmq.compiled() else 0)"
+	TERNMQ_CONFORMANCE_TRANSPORTS=vm TERNMQ_CONFORMANCE_POSTGRES=off \
+	    $(CPY) -m pytest -p no:cacheprovider tests/conformance tests/unit/test_handle_batch.py \
+	    tests/unit/test_variant.py
 
 bench: $(SPARK)
 	$(PY) -m benchmarks

@@ -1,10 +1,15 @@
 """ternmq: a JMS 2.0 message provider for Python.
 
 The public names of ``API.md`` are importable from here; everything else is internal.
+Besides them, ``ternmq.compiled()`` lists the modules that run compiled (a release build made
+with ``TERNMQ_MYPYC=1``); ``TERNMQ_PURE_PYTHON=1`` runs the pure-Python sources instead.
 """
 
 from __future__ import annotations
 
+# First of all (its import installs the finder): under TERNMQ_PURE_PYTHON=1 every ternmq
+# module below imports from its .py source.
+from ternmq._variant import compiled as compiled
 from ternmq._version import __version__
 from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.client import (

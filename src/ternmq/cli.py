@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ternmq._variant import describe
 from ternmq._version import __version__
 from ternmq.errors import JMSException, MessageEOFException
 
@@ -1251,7 +1252,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--version",
         action="version",
-        version=f"ternmq {__version__} (Python {platform.python_version()})",
+        version=f"ternmq {__version__} (Python {platform.python_version()}; {describe()})",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="run a short tour on an embedded broker")

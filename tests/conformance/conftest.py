@@ -50,6 +50,8 @@ POSTGRES_MODULES = frozenset(
     {"test_rel", "test_tx", "test_sub", "test_psf_dedup", "test_sequenced"}
 )
 _POSTGRES = os.environ.get("TERNMQ_CONFORMANCE_POSTGRES", "all")
+# A comma-separated list (e.g. "vm") runs only those transports (make test-compiled); unset: all.
+_ONLY = {t for t in os.environ.get("TERNMQ_CONFORMANCE_TRANSPORTS", "").split(",") if t}
 
 
 def _name() -> str:
@@ -79,7 +81,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         module = metafunc.module.__name__.rpartition(".")[2]
         if _POSTGRES == "all" or (_POSTGRES == "subset" and module in POSTGRES_MODULES):
             extra.append("tcp+postgres")
-        metafunc.parametrize("transport", [*TRANSPORTS, *extra], indirect=True)
+        chosen = [t for t in [*TRANSPORTS, *extra] if not _ONLY or t in _ONLY]
+        metafunc.parametrize("transport", chosen, indirect=True)
 
 
 @pytest.fixture

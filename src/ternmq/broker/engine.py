@@ -51,7 +51,7 @@ import collections
 import heapq
 import itertools
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final, TypeVar
+from typing import Any, ClassVar, Final, TypeVar
 
 import msgspec
 
@@ -1481,7 +1481,8 @@ class Broker:
             return topic_stat(dest, self.topics.get(dest, []), duplicates)
         return queue_stat(dest, self.queues[dest], duplicates)
 
-    _handlers: dict[type, Callable[[Broker, BrokerConnection, Any], c.Reply | None]] = {}
+    # A ClassVar (filled in below the class) so that mypyc compiles it as a class attribute.
+    _handlers: ClassVar[dict[type, Callable[[Broker, BrokerConnection, Any], c.Reply | None]]] = {}
 
     # ------------------------------------------------------------------ dispatch
     def _dispatch_dirty(self) -> None:

@@ -1,0 +1,45 @@
+"""Build script: pure Python by default; ``TERNMQ_MYPYC=1`` compiles the hot modules.
+
+Theory of operation: pyproject.toml holds the package's metadata; this file only adds the
+optional native part. When the build runs with ``TERNMQ_MYPYC=1`` (``TERNMQ_MYPYC=1 pip wheel
+. -w build/``, or a non-editable ``pip install .``), the modules in ``COMPILED`` are compiled
+with mypyc (shipped with mypy; a C compiler is all the build needs besides). The ``.py``
+sources still ship beside the extensions, so ``TERNMQ_PURE_PYTHON=1`` at run time can import
+them instead (``ternmq/_variant.py``). Without the variable nothing is compiled and mypy is
+not needed: every editable install and the development tree stay pure Python.
+
+The build frontend first asks for the build's requirements (setuptools' ``setup_requires``
+answers that question), installs them, then builds: so mypy is requested only when asked for,
+and mypyc is imported only once it is there.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from setuptools import setup
+
+# The per-message modules, compiled together (one shared library). Each one passed the
+# focused suite compiled (make test-compiled); see docs/performance.md "Compiled hot modules".
+COMPILED = [
+    "src/ternmq/broker/engine.py",
+    "src/ternmq/broker/_queue.py",
+    "src/ternmq/broker/_dedup.py",
+]
+MYPY = "mypy>=1.10"
+
+if os.environ.get("TERNMQ_MYPYC", "") not in ("", "0"):
+    try:
+        from mypyc.build import mypycify
+    except ImportError:
+        if "egg_info" not in sys.argv:  # a build, not the frontend's question: no silent pure
+            sys.exit(f"TERNMQ_MYPYC=1 needs mypyc: pip install '{MYPY}' (or build isolated)")
+        setup(setup_requires=[MYPY])  # the frontend's first pass: ask for mypy
+    else:
+        setup(
+            setup_requires=[MYPY],
+            ext_modules=mypycify(COMPILED, opt_level=os.environ.get("TERNMQ_MYPYC_OPT", "3")),
+        )
+else:
+    setup()
