@@ -16,6 +16,8 @@ and mypyc is imported only once it is there.
 from __future__ import annotations
 
 import os
+import pathlib
+import shutil
 import sys
 
 from setuptools import setup
@@ -26,8 +28,15 @@ COMPILED = [
     "src/ternmq/broker/engine.py",
     "src/ternmq/broker/_queue.py",
     "src/ternmq/broker/_dedup.py",
+    "src/ternmq/broker/_gate.py",
 ]
 MYPY = "mypy>=1.10"
+
+# setuptools reuses build/lib* between builds of the same tree: an extension left there by an
+# earlier compiled build would ship in the next (even a pure) wheel. Every build starts clean.
+if "egg_info" not in sys.argv:
+    for stale in [*pathlib.Path("build").glob("lib*"), *pathlib.Path("build").glob("temp*")]:
+        shutil.rmtree(stale, ignore_errors=True)
 
 if os.environ.get("TERNMQ_MYPYC", "") not in ("", "0"):
     try:

@@ -58,7 +58,8 @@ class OutputGate:
         take_back: called for a group whose batch failed (see the module's docstring).
     """
 
-    __slots__ = ("_take_back", "pending", "tokens")
+    # No __slots__: mypyc (release builds, setup.py) compiles this class, and a compiled
+    # class has fixed attributes already; one gate a connection, so pure Python loses little.
 
     def __init__(self, take_back: TakeBack) -> None:
         self.pending: collections.deque[list[Any]] = collections.deque()
