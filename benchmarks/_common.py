@@ -6,10 +6,20 @@ import os
 import threading
 import time
 
+import ternmq
 from ternmq import ConnectionFactory, Queue, Session, Topic
 
 BODY = "x" * 256  # the 256-byte TextMessage body every throughput figure uses
 LIMIT_S = 60.0  # no run waits longer than this for its messages
+
+
+def variant() -> str:
+    """Which ternmq a benchmark measures: its location and the modules that run compiled
+    (mypyc: a wheel built with TERNMQ_MYPYC=1) or "pure Python"."""
+    mods = ternmq.compiled()
+    return f"ternmq from {os.path.dirname(ternmq.__file__)}: " + (
+        f"compiled {', '.join(mods)}" if mods else "pure Python"
+    )
 
 
 def consume(

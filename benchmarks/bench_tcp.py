@@ -64,7 +64,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 
-from _common import BODY, LIMIT_S, consume, cpus, pin_self
+from _common import BODY, LIMIT_S, consume, cpus, pin_self, variant
 from ternmq import ConnectionFactory, DeliveryMode, Queue, Session, Topic
 
 SENT_AT = "bench_sent_ns"
@@ -432,6 +432,7 @@ def main(argv: list[str] | None = None) -> None:
         url, queue, count = args.consume_only
         _consume_only(url, queue, int(count))
         return
+    print(variant())
     extra: tuple[str, ...] = ()
     server_cpu = -1
     if args.pin:

@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 
-from _common import BODY, LIMIT_S, consume
+from _common import BODY, LIMIT_S, consume, variant
 from ternmq import ConnectionFactory, DeliveryMode, EmbeddedBroker, Queue, Session, Topic
 
 
@@ -79,6 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--count", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
+    print(variant())
     scenarios = {
         "queue 1->1 non-persistent AUTO": lambda: run_queue(args.count),
         "topic 1->4 (published/s)": lambda: run_topic(args.count // 2),
