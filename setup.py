@@ -22,13 +22,21 @@ import sys
 
 from setuptools import setup
 
-# The per-message modules, compiled together (one shared library). Each one passed the
-# focused suite compiled (make test-compiled); see docs/performance.md "Compiled hot modules".
+# The per-message modules, compiled together (one shared library); each passed the focused
+# suite compiled (make test-compiled) and the conformance suite over tcp. Left out, by what
+# stops them: message/_message.py (Message._copy reads __slots__; interpreted subclasses),
+# message/codec.py and protocol/frames.py (msgspec Struct class options are lost),
+# protocol/native_connection.py (__slots__ in a subclass of an interpreted base),
+# server/_gateway.py and broker/host.py (subclassed by interpreted classes), the client's
+# public classes (applications and tests patch them). See docs/performance.md.
 COMPILED = [
     "src/ternmq/broker/engine.py",
     "src/ternmq/broker/_queue.py",
     "src/ternmq/broker/_dedup.py",
     "src/ternmq/broker/_gate.py",
+    "src/ternmq/broker/_records.py",
+    "src/ternmq/client/_ledger.py",
+    "src/ternmq/transport/vm.py",
 ]
 MYPY = "mypy>=1.10"
 
