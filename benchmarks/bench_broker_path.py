@@ -36,6 +36,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import cast
 
+from _common import variant
 from ternmq import EmbeddedBroker
 from ternmq.broker.config import BrokerConfig
 from ternmq.broker.engine import Broker, BrokerConnection
@@ -208,6 +209,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     parent = tempfile.mkdtemp(prefix="ternmq-bench-path-")
     try:
+        print(variant())
         print(f"{'piece':16s} {'best us/msg':>12s} {'median':>8s}   (group of {args.group})")
         pieces: list[tuple[str, Callable[[], Callable[[], float]]]] = [
             ("engine + vm", lambda: engine_path(args.count, args.group)),
