@@ -46,7 +46,11 @@ if "egg_info" not in sys.argv:
     for stale in [*pathlib.Path("build").glob("lib*"), *pathlib.Path("build").glob("temp*")]:
         shutil.rmtree(stale, ignore_errors=True)
 
-if os.environ.get("TERNMQ_MYPYC", "") not in ("", "0"):
+# An editable install is never compiled, whatever the variable says: an extension beside its .py
+# in the working tree would shadow the source being edited.
+EDITABLE = any(cmd in sys.argv for cmd in ("editable_wheel", "develop"))
+
+if os.environ.get("TERNMQ_MYPYC", "") not in ("", "0") and not EDITABLE:
     try:
         from mypyc.build import mypycify
     except ImportError:
