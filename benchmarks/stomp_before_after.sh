@@ -24,7 +24,9 @@
 # ROUNDS (3), BROKERS ("before after activemq"), OUT (build/before-after), TERNMQ_PYTHON
 # (.venv/bin/python), LOADPY (a python with uvloop and stomp.py: ../shared/bench/.venv's),
 # SCENARIOS ("S1 S2sync S2b100 S3 S4 S5"), WARMUP (S1 messages before them: 50000),
-# PYCLIENTS (1: run pyclients.py too; 0: not).
+# PYCLIENTS (1: run pyclients.py too; 0: not), COMPILED_PYTHON (build/compiled-venv/bin/python:
+# the broker "compiled" in BROKERS runs the mypyc release wheel `make test-compiled` installed
+# there, server and Python client both).
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH=${BENCH:-$ROOT/../shared/bench}
@@ -36,6 +38,7 @@ LOADPY=${LOADPY:-$BENCH/.venv/bin/python}
 SCENARIOS=${SCENARIOS:-S1 S2sync S2b100 S3 S4 S5}
 WARMUP=${WARMUP:-50000}
 PYCLIENTS=${PYCLIENTS:-1}
+COMPILED_PYTHON=${COMPILED_PYTHON:-$ROOT/build/compiled-venv/bin/python}
 : "${BEFORE_SRC:?set BEFORE_SRC to the src directory of the tree to compare with}"
 mkdir -p "$OUT"
 # shellcheck source=/dev/null
@@ -56,9 +59,14 @@ for r in $(seq 1 "$ROUNDS"); do
       PID=$(activemq_pid)
       TGT="--broker activemq --port $AMQ_STOMP_PORT"
     else
-      if [ "$b" = before ]; then SRC=$BEFORE_SRC; else SRC=$ROOT/src; fi
+      PY=$TERNMQ_PYTHON
+      case $b in
+        before) SRC=$BEFORE_SRC ;;
+        compiled) SRC="" PY=$COMPILED_PYTHON ;;  # the installed release wheel, not a tree
+        *) SRC=$ROOT/src ;;
+      esac
       D=$(mktemp -d /tmp/ternmq-ab-XXXXXX)
-      PYTHONPATH=$SRC "$TERNMQ_PYTHON" -m ternmq.cli serve --port 61662 --stomp-port 61651 \
+      PYTHONPATH=$SRC "$PY" -m ternmq.cli serve --port 61662 --stomp-port 61651 \
         --http-port -1 --data-dir "$D" --log-level warning >"$OUT/server-$b-$r.log" 2>&1 &
       PID=$!
       for _ in $(seq 1 60); do (exec 3<>/dev/tcp/127.0.0.1/61651) 2>/dev/null && break; sleep 1; done
@@ -81,9 +89,9 @@ for r in $(seq 1 "$ROUNDS"); do
       timeout 200 "$LOADPY" "$OUT/pyclients-amq.py" activemq --count 30000 >>"$OUT/py-$b.jsonl" 2>/dev/null
       timeout 200 "$LOADPY" "$OUT/pyclients-amq.py" activemq --count 2000 --persistent >>"$OUT/py-$b.jsonl" 2>/dev/null
     else
-      PYTHONPATH=$SRC timeout 200 "$TERNMQ_PYTHON" "$BENCH/pyclients.py" ternmq --url tcp://127.0.0.1:61662 \
+      PYTHONPATH=$SRC timeout 200 "$PY" "$BENCH/pyclients.py" ternmq --url tcp://127.0.0.1:61662 \
         --count 30000 >>"$OUT/py-$b.jsonl" 2>/dev/null
-      PYTHONPATH=$SRC timeout 200 "$TERNMQ_PYTHON" "$BENCH/pyclients.py" ternmq --url tcp://127.0.0.1:61662 \
+      PYTHONPATH=$SRC timeout 200 "$PY" "$BENCH/pyclients.py" ternmq --url tcp://127.0.0.1:61662 \
         --count 2000 --persistent >>"$OUT/py-$b.jsonl" 2>/dev/null
     fi
     if [ "$b" = activemq ]; then
