@@ -76,3 +76,25 @@ def test_a_failed_single_statement_write_leaves_nothing(tmp_path: pathlib.Path) 
         assert [m.seq for m in s.load().messages["queue://Q"]] == [1, 2]
     finally:
         s.close()
+
+
+def test_a_lone_send_is_counted_like_any_write(tmp_path: pathlib.Path) -> None:
+    """A batch of one ``AddMessage`` (a synchronous producer's commit, written without the
+    plan) counts as a commit and adds to the log estimate that times checkpoints exactly
+    what the same insert written through the plan adds; its row round-trips."""
+    s = SqliteStore(tmp_path / "data")
+    try:
+        commits, logged = s.commits, s._logged
+        s.write([_add(1)])
+        lone = s._logged - logged
+        assert s.commits == commits + 1
+        logged = s._logged
+        s.write([_add(2), SetDeliveryCount("queue://Q", 2, 0)])  # the same insert, planned
+        assert s._logged - logged == lone > len(b"m1")
+        got = s.load().messages["queue://Q"]
+        assert [(m.seq, m.data, m.priority, m.group_id) for m in got] == [
+            (1, b"m1", 1, "g1"),
+            (2, b"m2", 2, "g2"),
+        ]
+    finally:
+        s.close()

@@ -147,6 +147,8 @@ _INSERT_ROWS = (
     "group_id, delivery_count) VALUES"
 )
 _INSERT_COUNTED_ROWS = "INSERT OR REPLACE INTO messages VALUES"
+_INSERT_ONE = f"{_INSERT_ROWS} {_ROW_ADDED}"  # a lone send (see SqliteStore._apply)
+_ROW_BYTES = 64  # log bytes of a row besides its body (the checkpoint estimate)
 # The join keeps the primary-key search per row (a row-value IN list would scan the table).
 _DELETE_ROWS = (
     "DELETE FROM messages WHERE rowid IN (SELECT m.rowid FROM (VALUES {rows}) v "
@@ -647,7 +649,19 @@ class SqliteStore(WriterFront):
 
     def _apply(self, batches: list[Sequence[Op]]) -> None:
         """The transaction of :meth:`apply`: the steps of ``store/_plan.py``'s reduction of
-        the batches (the same as every transactional store's), as SQLite statements."""
+        the batches (the same as every transactional store's), as SQLite statements.
+
+        A lone send (one batch of one ``AddMessage``: what a synchronous producer's owner
+        commit writes) is the one statement the plan would make, written without the plan:
+        ~10 of the ~25 us of Python around a one-row commit."""
+        if len(batches) == 1:
+            ops = batches[0]
+            if len(ops) == 1:
+                op = ops[0]
+                if type(op) is AddMessage:
+                    self._db.execute(_INSERT_ONE, msgspec.structs.astuple(op))
+                    self._committed(len(op.data) + _ROW_BYTES + self._commit_bytes)
+                    return
         p = plan(batches)
         changes = self._db.total_changes
         with _Transaction(self._db) as db:  # statements run when the block ends
@@ -696,9 +710,15 @@ class SqliteStore(WriterFront):
                 )
             if p.dup_ids:
                 self._add_duplicate_ids(p.dup_ids, db)
-        self.commits += 1
         # bodies, row overhead, pages
-        self._logged += p.body_bytes + (self._db.total_changes - changes) * 64 + self._commit_bytes
+        rows = self._db.total_changes - changes
+        self._committed(p.body_bytes + rows * _ROW_BYTES + self._commit_bytes)
+
+    def _committed(self, logged: int) -> None:
+        """A transaction of about ``logged`` bytes of log is written: count it, and sync the
+        log if ``fsync="batch"`` and ``batch_interval`` has passed."""
+        self.commits += 1
+        self._logged += logged
         if self.fsync == "batch":
             now = time.monotonic()
             if now - self._last_sync >= self.batch_interval:
