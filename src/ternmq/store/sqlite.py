@@ -112,6 +112,7 @@ from ternmq.store._base import (
     RemoveStaged,
     RemoveSubscription,
     ReserveSeq,
+    SetDeliveryCount,
     SetSinkBatch,
     StoredMessage,
     StoreFullError,
@@ -147,7 +148,9 @@ _INSERT_ROWS = (
     "group_id, delivery_count) VALUES"
 )
 _INSERT_COUNTED_ROWS = "INSERT OR REPLACE INTO messages VALUES"
-_INSERT_ONE = f"{_INSERT_ROWS} {_ROW_ADDED}"  # a lone send (see SqliteStore._apply)
+# a lone send, and one with its delivery count (see SqliteStore._apply)
+_INSERT_ONE = f"{_INSERT_ROWS} {_ROW_ADDED}"
+_INSERT_COUNTED_ONE = f"{_INSERT_COUNTED_ROWS} {_ROW_COUNTED}"
 _ROW_BYTES = 64  # log bytes of a row besides its body (the checkpoint estimate)
 # The join keeps the primary-key search per row (a row-value IN list would scan the table).
 _DELETE_ROWS = (
@@ -651,17 +654,12 @@ class SqliteStore(WriterFront):
         """The transaction of :meth:`apply`: the steps of ``store/_plan.py``'s reduction of
         the batches (the same as every transactional store's), as SQLite statements.
 
-        A lone send (one batch of one ``AddMessage``: what a synchronous producer's owner
-        commit writes) is the one statement the plan would make, written without the plan:
-        ~10 of the ~25 us of Python around a one-row commit."""
-        if len(batches) == 1:
-            ops = batches[0]
-            if len(ops) == 1:
-                op = ops[0]
-                if type(op) is AddMessage:
-                    self._db.execute(_INSERT_ONE, msgspec.structs.astuple(op))
-                    self._committed(len(op.data) + _ROW_BYTES + self._commit_bytes)
-                    return
+        A lone send (one batch of one ``AddMessage``, or of one ``AddMessage`` and the
+        delivery count of that message, dispatched at once: what a synchronous producer's
+        owner commit writes) is the one statement the plan would make, written without the
+        plan: ~10 of the ~25 us of Python around a one-row commit."""
+        if len(batches) == 1 and self._lone_send(batches[0]):
+            return
         p = plan(batches)
         changes = self._db.total_changes
         with _Transaction(self._db) as db:  # statements run when the block ends
@@ -713,6 +711,37 @@ class SqliteStore(WriterFront):
         # bodies, row overhead, pages
         rows = self._db.total_changes - changes
         self._committed(p.body_bytes + rows * _ROW_BYTES + self._commit_bytes)
+
+    def _lone_send(self, ops: Sequence[Op]) -> bool:
+        """Write ``ops`` as one insert if they are a lone send (see :meth:`_apply`);
+        False (nothing written) if they are anything else."""
+        n = len(ops)
+        if not 0 < n <= 2:
+            return False
+        op = ops[0]
+        if type(op) is not AddMessage:
+            return False
+        if n == 1:
+            self._db.execute(_INSERT_ONE, msgspec.structs.astuple(op))
+        else:
+            count = ops[1]
+            if type(count) is not SetDeliveryCount or (count.seq, count.dest) != (op.seq, op.dest):
+                return False
+            self._db.execute(
+                _INSERT_COUNTED_ONE,
+                (
+                    op.dest,
+                    op.seq,
+                    op.priority,
+                    op.expiration,
+                    op.delivery_time,
+                    op.group_id,
+                    count.count,
+                    op.data,
+                ),
+            )
+        self._committed(len(op.data) + _ROW_BYTES + self._commit_bytes)
+        return True
 
     def _committed(self, logged: int) -> None:
         """A transaction of about ``logged`` bytes of log is written: count it, and sync the
