@@ -727,19 +727,7 @@ class SqliteStore(WriterFront):
             count = ops[1]
             if type(count) is not SetDeliveryCount or (count.seq, count.dest) != (op.seq, op.dest):
                 return False
-            self._db.execute(
-                _INSERT_COUNTED_ONE,
-                (
-                    op.dest,
-                    op.seq,
-                    op.priority,
-                    op.expiration,
-                    op.delivery_time,
-                    op.group_id,
-                    count.count,
-                    op.data,
-                ),
-            )
+            self._db.execute(_INSERT_COUNTED_ONE, _counted_row(op, count.count))
         self._committed(len(op.data) + _ROW_BYTES + self._commit_bytes)
         return True
 
@@ -784,17 +772,7 @@ class SqliteStore(WriterFront):
             return
         if any(run.counts):
             rows: list[tuple[object, ...]] = [
-                (
-                    op.dest,
-                    op.seq,
-                    op.priority,
-                    op.expiration,
-                    op.delivery_time,
-                    op.group_id,
-                    count,
-                    op.data,
-                )
-                for op, count in zip(run.inserts, run.counts, strict=True)
+                _counted_row(op, count) for op, count in zip(run.inserts, run.counts, strict=True)
             ]
             db.rows(_INSERT_COUNTED_ROWS + " {rows}", _ROW_COUNTED, rows)
         else:  # the fields in AddMessage's order, made in C
@@ -812,6 +790,20 @@ class SqliteStore(WriterFront):
                 os.fsync(fd)
             finally:
                 os.close(fd)
+
+
+def _counted_row(op: AddMessage, count: int) -> tuple[object, ...]:
+    """The row of ``op`` in the table's column order, with delivery count ``count``."""
+    return (
+        op.dest,
+        op.seq,
+        op.priority,
+        op.expiration,
+        op.delivery_time,
+        op.group_id,
+        count,
+        op.data,
+    )
 
 
 def _grows(batches: list[Sequence[Op]]) -> bool:
