@@ -363,6 +363,8 @@ def main(argv: list[str] | None = None) -> None:
                 f"after {gap:>5d} us idle: rewrite + fdatasync {1e6 / disk:4.0f} us, "
                 f"sqlite commit {1e6 / commit:4.0f} us ({commit_cpu:.0f} us of CPU)"
             )
+        if not counts:
+            return  # the probes only
         print(
             f"runs: {args.count:,} messages or {args.seconds:g} s each, median of "
             f"{args.repeat}; 256-byte TextMessages, synchronous send"
