@@ -23,7 +23,12 @@ Columns:
   msgs/commit   the group-commit factor (1 / commits/msg)
 
 Run: .venv/bin/python benchmarks/bench_persistent.py [--count N] [--seconds S] [--repeat R]
-     [--dir PARENT] [--producers 1,8,64] [--modes always,batch] [--pin]
+     [--dir PARENT] [--producers 1,8,64] [--modes always,batch] [--pin] [--idle 0,250,1000]
+--idle probes the disk (rewrite + fdatasync) and the bare SQLite commit again with a sleep of
+that many microseconds before each one, as a server's loop waits for its next request, and
+prints the cost of one write; on the development VM a commit after an idle wait costs about
+twice what it costs in a tight loop (docs/performance.md, "A commit after an idle wait").
+`--producers "" --modes ""` runs the probes only.
 --pin runs this process (producers, embedded broker, store writer) on one CPU: the GIL runs
 one thread at a time anyway, and a wake-up across CPUs costs ~20 us on a 2-vCPU VM against
 ~5 us on the same CPU (docs/operations.md "CPU affinity").
@@ -69,12 +74,16 @@ class Run:
         return self.messages / self.seconds if self.seconds > 0 else 0.0
 
 
-def fsync_rate(parent: str, seconds: float = FSYNC_PROBE_S, overwrite: bool = False) -> float:
+def fsync_rate(
+    parent: str, seconds: float = FSYNC_PROBE_S, overwrite: bool = False, idle: float = 0.0
+) -> float:
     """Raw fsyncs/s of the filesystem holding ``parent``: write 4 KiB + fsync in a loop.
 
     ``overwrite=False`` appends and calls ``os.fsync`` (the file grows, so its metadata is
     synced too); ``overwrite=True`` rewrites 256 preallocated blocks and calls
-    ``os.fdatasync``, which is what SQLite does once its log is reused after a checkpoint."""
+    ``os.fdatasync``, which is what SQLite does once its log is reused after a checkpoint.
+    ``idle``: sleep that many seconds before each write (a server waiting for its next
+    request); the rate counts the writes' own time only."""
     probe = tempfile.mkdtemp(prefix="fsync-probe-", dir=parent)
     fd = os.open(os.path.join(probe, "probe"), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
@@ -85,8 +94,12 @@ def fsync_rate(parent: str, seconds: float = FSYNC_PROBE_S, overwrite: bool = Fa
             os.fsync(fd)
             sync = os.fdatasync
         n = 0
+        busy = 0.0
         start = time.perf_counter()
         while True:
+            if idle:
+                time.sleep(idle)
+            began = time.perf_counter()
             if overwrite:
                 os.pwrite(fd, block, (n % 256) * 4096)
             else:
@@ -94,18 +107,22 @@ def fsync_rate(parent: str, seconds: float = FSYNC_PROBE_S, overwrite: bool = Fa
             sync(fd)
             n += 1
             now = time.perf_counter()
+            busy += now - began
             if now - start >= seconds:
-                return n / (now - start)
+                return n / busy
     finally:
         os.close(fd)
         shutil.rmtree(probe, ignore_errors=True)
 
 
-def sqlite_commit_rate(parent: str, seconds: float = FSYNC_PROBE_S) -> tuple[float, float]:
+def sqlite_commit_rate(
+    parent: str, seconds: float = FSYNC_PROBE_S, idle: float = 0.0
+) -> tuple[float, float]:
     """A bare SQLite loop where the data dir lives: one 256-byte row per transaction (WAL,
     ``synchronous=FULL``, as the store's ``fsync="always"``), for ``seconds``. Returns
     (commits/s, CPU microseconds per commit, user + system): the floor of a store commit
-    without ternmq around it."""
+    without ternmq around it. ``idle``: sleep that many seconds before each commit; the
+    figures count the commits' own time only."""
     probe = tempfile.mkdtemp(prefix="sqlite-probe-", dir=parent)
     db = sqlite3.connect(os.path.join(probe, "probe.db"), isolation_level=None)
     try:
@@ -117,16 +134,20 @@ def sqlite_commit_rate(parent: str, seconds: float = FSYNC_PROBE_S) -> tuple[flo
         for n in range(100):  # warm up: the table's first pages exist
             db.execute(insert, (n, body))
         n = 100
-        cpu = os.times()
+        busy = used = 0.0
         start = time.perf_counter()
         while True:
+            if idle:
+                time.sleep(idle)
+            cpu = time.thread_time()
+            began = time.perf_counter()
             db.execute(insert, (n, body))
             n += 1
             now = time.perf_counter()
+            busy += now - began
+            used += time.thread_time() - cpu
             if now - start >= seconds:
-                after = os.times()
-                used = after.user - cpu.user + after.system - cpu.system
-                return (n - 100) / (now - start), used / (n - 100) * 1e6
+                return (n - 100) / busy, used / (n - 100) * 1e6
     finally:
         db.close()
         shutil.rmtree(probe, ignore_errors=True)
@@ -307,6 +328,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--modes", default="always,batch", help="fsync modes, comma-separated")
     ap.add_argument("--interval", type=float, default=0.05, help="fsync_interval for 'batch'")
     ap.add_argument("--pin", action="store_true", help="run this process on its first CPU only")
+    ap.add_argument(
+        "--idle",
+        default="",
+        help="also probe the disk and SQLite with these idle waits before each write, "
+        "microseconds, comma-separated (e.g. 0,120,250,500,1000), and print the cost of one",
+    )
     args = ap.parse_args(argv)
     if args.pin:
         pin_self(cpus()[0])
@@ -329,6 +356,15 @@ def main(argv: list[str] | None = None) -> None:
             f"sqlite: {bare:,.0f} commits/s of one 256-byte row in a bare loop (WAL, "
             f"synchronous=FULL; {bare_cpu:.0f} us of CPU each)"
         )
+        for gap in [int(g) for g in args.idle.split(",") if g.strip()]:
+            disk = fsync_rate(parent, overwrite=True, idle=gap * 1e-6)
+            commit, commit_cpu = sqlite_commit_rate(parent, idle=gap * 1e-6)
+            print(
+                f"after {gap:>5d} us idle: rewrite + fdatasync {1e6 / disk:4.0f} us, "
+                f"sqlite commit {1e6 / commit:4.0f} us ({commit_cpu:.0f} us of CPU)"
+            )
+        if not counts:
+            return  # the probes only
         print(
             f"runs: {args.count:,} messages or {args.seconds:g} s each, median of "
             f"{args.repeat}; 256-byte TextMessages, synchronous send"

@@ -76,3 +76,57 @@ def test_a_failed_single_statement_write_leaves_nothing(tmp_path: pathlib.Path) 
         assert [m.seq for m in s.load().messages["queue://Q"]] == [1, 2]
     finally:
         s.close()
+
+
+def test_a_lone_send_is_counted_like_any_write(tmp_path: pathlib.Path) -> None:
+    """A batch of one ``AddMessage`` (a synchronous producer's commit, written without the
+    plan) counts as a commit and adds to the log estimate that times checkpoints exactly
+    what the same insert written through the plan adds; its row round-trips."""
+    s = SqliteStore(tmp_path / "data")
+    try:
+        commits, logged = s.commits, s._logged
+        s.write([_add(1)])
+        lone = s._logged - logged
+        assert s.commits == commits + 1
+        logged = s._logged
+        s.write([_add(2), SetDeliveryCount("queue://Q", 2, 0)])  # the same insert, planned
+        assert s._logged - logged == lone > len(b"m1")
+        got = s.load().messages["queue://Q"]
+        assert [(m.seq, m.data, m.priority, m.group_id) for m in got] == [
+            (1, b"m1", 1, "g1"),
+            (2, b"m2", 2, "g2"),
+        ]
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [
+        [_add(5), SetDeliveryCount("queue://Q", 5, 3)],  # dispatched at once: one insert
+        [SetDeliveryCount("queue://Q", 5, 3), _add(5)],  # the other order: the plan's
+        [_add(5), SetDeliveryCount("queue://Q", 6, 3)],  # another message's count
+        [_add(5), SetDeliveryCount("queue://R", 5, 3)],  # another destination's
+    ],
+)
+def test_a_send_with_a_delivery_count_round_trips(
+    tmp_path: pathlib.Path, batch: list[AddMessage | SetDeliveryCount]
+) -> None:
+    """A batch of one send and one delivery count stores what the plan says, in either
+    order: the count on the row if it is that message's, nothing for another message (an
+    update of no row); every field of the row kept."""
+    s = SqliteStore(tmp_path / "data")
+    try:
+        s.write([_add(6, "queue://R")])
+        s.write(batch)
+        loaded = s.load().messages
+        got = [
+            (m.seq, m.data, m.priority, m.expiration, m.delivery_time, m.group_id)
+            for m in loaded["queue://Q"]
+        ]
+        assert got == [(5, b"m5", 5, 35, 55, "g2")]
+        counts = {(d, m.seq): m.delivery_count for d, ms in loaded.items() for m in ms}
+        same = SetDeliveryCount("queue://Q", 5, 3) in batch
+        assert counts == {("queue://Q", 5): 3 if same else 0, ("queue://R", 6): 0}
+    finally:
+        s.close()
