@@ -52,7 +52,7 @@ from ternmq.message.codec import (
     KIND_TEXT,
     CodecLimitError,
     CodecLimits,
-    decode_message,
+    decode_message_view,
     encode_fields,
 )
 from ternmq.protocol.commands import Send
@@ -342,15 +342,22 @@ def _dump(doc: object) -> bytes:
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=True).encode()
 
 
-def message_headers(msg: Message) -> tuple[list[tuple[str, str]], bytes | bytearray]:
+def message_headers(
+    msg: Message, body_view: memoryview | None = None
+) -> tuple[list[tuple[str, str]], bytes | bytearray | memoryview]:
     """The headers and body of a MESSAGE frame that delivers ``msg``, without those of the
     delivery itself (``subscription``, ``ack``, ``redelivered``, ``JMSXDeliveryCount``:
     :func:`delivery_head`), which go before them.
 
     Args:
         msg: the decoded message.
+        body_view: the octets of a BytesMessage's body, when ``msg`` was decoded without
+            them (:func:`~ternmq.message.codec.decode_message_view`).
     """
+    body: bytes | bytearray | memoryview
     body, ctype, kind = _body(msg)
+    if body_view is not None:
+        body = body_view
     # The message-id ("ID:...") holds a colon, escaped in 1.1 and 1.2: it comes first, so
     # that the encoder can escape it on its own and take the others in one pass.
     h: list[tuple[str, str]] = [
@@ -483,9 +490,10 @@ class MessageFrames:
         )
         self.message_id: str | None = None
 
-    def parts(self, raw: bytes, version: str) -> tuple[bytes | bytearray, ...]:
+    def parts(self, raw: bytes, version: str) -> tuple[bytes | bytearray | memoryview, ...]:
         """The message part of a MESSAGE frame for the stored octets ``raw`` in STOMP
-        ``version``: one buffer, or for a large body the headers, the body and the NUL.
+        ``version``: one buffer, or for a large body the headers, the body and the NUL (a
+        Bytes body as a view of ``raw``: not copied).
 
         Raises:
             MessageFormatException: ``raw`` is not a valid encoded message.
@@ -495,8 +503,8 @@ class MessageFrames:
         if hit is not None and hit[0] is raw and hit[1] == version:
             self.message_id = hit[2]
             return hit[3]
-        msg = decode_message(raw)
-        headers, body = message_headers(msg)
+        msg, view = decode_message_view(raw)
+        headers, body = message_headers(msg, view)
         lines = _header_lines(headers, version)
         if b"\x00" in lines:  # a NUL would end the frame early for every STOMP client
             lines = _header_lines(_without_nul(headers), version)
