@@ -112,6 +112,9 @@ FRAME_HEADERS: Final = frozenset(
 )
 
 _TEXT_TYPES: Final = ("application/json", "application/xml")
+# content-type header values seen -> whether the body is text (senders reuse a few values)
+_TEXT_CONTENT: dict[str, bool] = {}
+_TEXT_CONTENT_MAX: Final = 256
 
 
 def jms_destination(text: str) -> str:
@@ -166,8 +169,14 @@ def _is_text(headers: dict[str, str]) -> bool:
         return kind == "text"
     ctype = headers.get("content-type")
     if ctype is not None:
-        mime = ctype.split(";", 1)[0].strip().lower()
-        return mime.startswith("text/") or mime in _TEXT_TYPES
+        known = _TEXT_CONTENT.get(ctype)
+        if known is None:
+            mime = ctype.split(";", 1)[0].strip().lower()
+            known = mime.startswith("text/") or mime in _TEXT_TYPES
+            if len(_TEXT_CONTENT) >= _TEXT_CONTENT_MAX:
+                _TEXT_CONTENT.clear()
+            _TEXT_CONTENT[ctype] = known
+        return known
     return "content-length" not in headers
 
 
@@ -355,9 +364,10 @@ def message_headers(
             them (:func:`~ternmq.message.codec.decode_message_view`).
     """
     body: bytes | bytearray | memoryview
-    body, ctype, kind = _body(msg)
-    if body_view is not None:
-        body = body_view
+    if body_view is None:
+        body, ctype, kind = _body(msg)
+    else:  # a BytesMessage's (_body)
+        body, ctype, kind = body_view, "application/octet-stream", None
     # The message-id ("ID:...") holds a colon, escaped in 1.1 and 1.2: it comes first, so
     # that the encoder can escape it on its own and take the others in one pass.
     h: list[tuple[str, str]] = [
@@ -394,6 +404,19 @@ def _header_lines(headers: list[tuple[str, str]], version: str) -> bytes:
     """The header lines of :func:`message_headers`' ``headers`` in STOMP ``version``."""
     if version == "1.0":
         return encode_headers(headers, version)
+    # The usual message: the message-id's colons are the only octets to escape. One pass
+    # over all the lines tells (each line has one colon and one LF of its own).
+    text = "".join([f"{name}:{value}\n" for name, value in headers])
+    mid = headers[0][1]
+    n = len(headers)
+    if (
+        text.count(":") == n + mid.count(":")
+        and text.count("\n") == n
+        and "\\" not in text
+        and "\r" not in text
+    ):
+        escaped = mid.replace(":", "\\c")
+        return f"message-id:{escaped}\n{text[len(mid) + 12 :]}".encode()
     # the message-id, which holds a colon, escaped on its own (see message_headers)
     mid_line = f"message-id:{escape_header(headers[0][1], version)}\n".encode()
     return mid_line + encode_headers(headers[1:], version)
@@ -499,10 +522,14 @@ class MessageFrames:
             MessageFormatException: ``raw`` is not a valid encoded message.
             StompError: a header that ``version`` cannot carry (a newline in 1.0).
         """
-        hit = self._kept.get(id(raw))
-        if hit is not None and hit[0] is raw and hit[1] == version:
-            self.message_id = hit[2]
-            return hit[3]
+        kept = self._kept
+        hit = kept.get(id(raw))
+        if hit is not None:
+            if hit[0] is raw and hit[1] == version:
+                self.message_id = hit[2]
+                return hit[3]
+            del kept[id(raw)]  # another version, or the octets of an id reused
+            self._held -= len(hit[0]) + len(hit[3][0])
         msg, view = decode_message_view(raw)
         headers, body = message_headers(msg, view)
         lines = _header_lines(headers, version)
@@ -512,10 +539,6 @@ class MessageFrames:
         if len(body) > _JOIN_MAX:
             return (lines + b"\n", body, b"\x00")
         parts = (b"".join((lines, b"\n", body, b"\x00")),)
-        kept = self._kept
-        old = kept.pop(id(raw), None)
-        if old is not None:
-            self._held -= len(old[0]) + len(old[3][0])
         kept[id(raw)] = (raw, version, mid, parts)
         self._held += len(raw) + len(parts[0])
         while self._held > self._budget:
