@@ -436,20 +436,34 @@ class StompParser:
             # The header block ends at the first empty line: LF LF or LF CR LF. The search
             # resumes 2 octets before the previous chunk's end (a separator may straddle).
             # The search stops at the frame limit, so a long batch costs no more than it.
-            scan = max(start, start + self._scan - 2)
-            found = _HEAD_END.search(buf, scan, min(end, start + limit + 3))
+            scan = self._scan
+            found = _HEAD_END.search(
+                buf, start + scan - 2 if scan > 2 else start, min(end, start + limit + 3)
+            )
             if found is None:
-                self._too_big(end - start, limit)
+                if end - start > limit:
+                    self._too_big(end - start, limit)
                 self._scan = end - start
                 return None
             head_end, body_start = found.span()
-            self._too_big(body_start - start, limit)
+            if body_start - start > limit:
+                self._too_big(body_start - start, limit)
             command, headers = self._parse_head(buf, start, head_end)
             length = None
             for name, value in headers:
                 if name == "content-length":
                     length = self._length(value)
-                    self._too_big(body_start + length + 1 - start, limit)
+                    if body_start + length + 1 - start > limit:
+                        self._too_big(body_start + length + 1 - start, limit)
+                    # The usual frame: whole in this chunk (nothing to remember).
+                    nul = body_start + length
+                    if nul < end and buf[nul] == 0:
+                        if scan:
+                            self._scan = 0
+                        body = buf[body_start:nul]
+                        if type(body) is not bytes:
+                            body = bytes(body)
+                        return StompFrame(command, headers, body), nul + 1
                     break
             head = self._head = (command, headers, body_start - start, length)
             self._scan = body_start - start

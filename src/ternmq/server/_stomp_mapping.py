@@ -67,6 +67,7 @@ __all__ = [
     "MessageFrames",
     "delivery_head",
     "encode_send",
+    "first_headers",
     "jms_destination",
     "message_headers",
     "subscription_head",
@@ -180,8 +181,20 @@ def _is_text(headers: dict[str, str]) -> bool:
     return "content-length" not in headers
 
 
+def first_headers(headers: list[tuple[str, str]]) -> dict[str, str]:
+    """``headers`` (wire order) as a dict, the first of a repeated name winning (STOMP
+    1.2)."""
+    first = dict(headers)  # the last of a repeated name: redone below if one is repeated
+    if len(first) != len(headers):
+        first = {}
+        for name, value in headers:
+            if name not in first:
+                first[name] = value
+    return first
+
+
 def encode_send(
-    headers: Iterable[tuple[str, str]],
+    headers: Iterable[tuple[str, str]] | dict[str, str],
     body: bytes,
     *,
     corr: int,
@@ -202,7 +215,8 @@ def encode_send(
     :func:`~ternmq.message.codec.encode_message` writes for the same message.
 
     Args:
-        headers: the frame's headers in wire order (the first of a repeated name wins).
+        headers: the frame's headers in wire order (the first of a repeated name wins), or
+            as :func:`first_headers` gives them.
         body: the frame's body.
         corr: the request's correlation number.
         session_id: the engine session that sends it.
@@ -220,13 +234,10 @@ def encode_send(
             past ``limits`` (the error names the limit).
         InvalidDestinationException: a destination form ternmq does not know.
     """
-    pairs = headers if isinstance(headers, list) else list(headers)
-    first = dict(pairs)  # the last of a repeated name: redone below if one is repeated
-    if len(first) != len(pairs):
-        first = {}
-        for name, value in pairs:
-            if name not in first:
-                first[name] = value
+    if isinstance(headers, dict):
+        first = headers
+    else:
+        first = first_headers(headers if isinstance(headers, list) else list(headers))
     dest_text = first.get("destination")
     if dest_text is None:
         raise InvalidDestinationException("SEND needs a destination header, e.g. /queue/NAME")

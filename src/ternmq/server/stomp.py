@@ -82,6 +82,7 @@ from ternmq.server._stomp_mapping import (
     MessageFrames,
     delivery_head,
     encode_send,
+    first_headers,
     jms_destination,
     subscription_head,
 )
@@ -503,10 +504,12 @@ class StompConnection(GatewayConnection):
         broker = self.host.broker
         if conn is None or broker is None:
             return
-        tx = self._transaction(frame)
-        receipt = frame.get("receipt")
+        first = first_headers(frame.headers)
+        name = first.get("transaction")
+        tx = None if name is None else self._transaction(frame)
+        receipt = first.get("receipt")
         req = encode_send(
-            frame.headers,
+            first,
             frame.body,
             corr=self._corr(),
             session_id=tx.sid if tx is not None else _SEND_SESSION,
