@@ -137,8 +137,19 @@ def jms_destination(text: str) -> str:
 
 def stomp_destination(dest: Destination | str) -> str:
     """``queue://NAME`` -> ``/queue/NAME`` (the inverse of :func:`jms_destination`)."""
-    kind, _, name = str(dest).partition("://")
-    return f"/{kind}/{name}"
+    known = _STOMP_NAMES.get(dest)
+    if known is None:
+        kind, _, name = str(dest).partition("://")
+        known = f"/{kind}/{name}"
+        if len(_STOMP_NAMES) >= _STOMP_NAMES_MAX:
+            _STOMP_NAMES.clear()
+        _STOMP_NAMES[dest] = known
+    return known
+
+
+# Destinations (values, hashable) -> their STOMP names: every MESSAGE names one.
+_STOMP_NAMES: dict[Destination | str, str] = {}
+_STOMP_NAMES_MAX: Final = 1024
 
 
 def _int_header(value: str, name: str, low: int, high: int | None = None) -> int:

@@ -115,15 +115,17 @@ _CLOSED: Final = State.CLOSED
 class _Subscription:
     """One SUBSCRIBE: its own engine session and consumer (both numbered ``sid``)."""
 
-    __slots__ = ("ack", "durable", "head", "id", "sid", "unacked")
+    __slots__ = ("ack", "durable", "first_head", "head", "id", "sid", "unacked")
 
     def __init__(self, sub_id: str, sid: int, ack: AckMode, durable: str | None) -> None:
         self.id = sub_id
         self.sid = sid
         self.ack = ack
         self.durable = durable
-        # "MESSAGE" and its subscription header line, made at the first delivery.
+        # "MESSAGE" and its subscription header line, made at the first delivery; and
+        # with them the delivery headers of a first delivery without an ack header.
         self.head: bytes | None = None
+        self.first_head = b""
         # ack id -> (delivery id, message id if ACK may name it) of the messages handed
         # over and not yet ACKed or NACKed, in delivery order (dicts keep insertion order:
         # an "ack:client" ACK is cumulative).
@@ -378,6 +380,7 @@ class StompConnection(GatewayConnection):
         head = sub.head
         if head is None:
             head = sub.head = subscription_head(sub.id, version)
+            sub.first_head = delivery_head(head, None, 1)
         ack_id: str | None = None
         if sub.ack != "auto":
             ack_id = str(d.delivery_id)
@@ -386,7 +389,10 @@ class StompConnection(GatewayConnection):
             self._ack_owner[ack_id] = sub
             if mid:
                 self._msg_ack[mid] = ack_id
-        head = delivery_head(head, ack_id, d.delivery_count)
+        if ack_id is None and d.delivery_count == 1:
+            head = sub.first_head
+        else:
+            head = delivery_head(head, ack_id, d.delivery_count)
         if len(parts) == 1:
             self._write(head + parts[0])
         else:
