@@ -242,3 +242,15 @@ def test_header_lines_are_the_escaped_headers(mid: str, rest: list[tuple[str, st
         except StompError as exc:
             got = str(exc)
         assert got == expected
+
+
+def test_parts_not_kept_for_a_queue() -> None:
+    """A queue's message (keep=False) is built each time and not kept: nobody else gets it."""
+    frames = MessageFrames()
+    data = send([("destination", "/queue/q")])
+    parts = frames.parts(data, "1.2", keep=False)
+    assert frames.message_id == "ID:m-1"
+    assert frames._held == 0 and not frames._kept
+    again = frames.parts(data, "1.2", keep=False)
+    assert again == parts and again is not parts
+    assert frames.parts(data, "1.2") == parts  # the same octets either way

@@ -535,17 +535,20 @@ class MessageFrames:
         )
         self.message_id: str | None = None
 
-    def parts(self, raw: bytes, version: str) -> tuple[bytes | bytearray | memoryview, ...]:
+    def parts(
+        self, raw: bytes, version: str, *, keep: bool = True
+    ) -> tuple[bytes | bytearray | memoryview, ...]:
         """The message part of a MESSAGE frame for the stored octets ``raw`` in STOMP
         ``version``: one buffer, or for a large body the headers, the body and the NUL (a
-        Bytes body as a view of ``raw``: not copied).
+        Bytes body as a view of ``raw``: not copied). Without ``keep`` (a queue's message:
+        no other subscriber gets it) the parts are neither looked up nor kept.
 
         Raises:
             MessageFormatException: ``raw`` is not a valid encoded message.
             StompError: a header that ``version`` cannot carry (a newline in 1.0).
         """
         kept = self._kept
-        hit = kept.get(id(raw))
+        hit = kept.get(id(raw)) if keep else None
         if hit is not None:
             if hit[0] is raw and hit[1] == version:
                 self.message_id = hit[2]
@@ -561,6 +564,8 @@ class MessageFrames:
         if len(body) > _JOIN_MAX:
             return (lines + b"\n", body, b"\x00")
         parts = (b"".join((lines, b"\n", body, b"\x00")),)
+        if not keep:
+            return parts
         kept[id(raw)] = (raw, version, mid, parts)
         self._held += len(raw) + len(parts[0])
         while self._held > self._budget:

@@ -115,12 +115,15 @@ _CLOSED: Final = State.CLOSED
 class _Subscription:
     """One SUBSCRIBE: its own engine session and consumer (both numbered ``sid``)."""
 
-    __slots__ = ("ack", "durable", "first_head", "head", "id", "sid", "unacked")
+    __slots__ = ("ack", "durable", "first_head", "head", "id", "sid", "topic", "unacked")
 
-    def __init__(self, sub_id: str, sid: int, ack: AckMode, durable: str | None) -> None:
+    def __init__(
+        self, sub_id: str, sid: int, ack: AckMode, durable: str | None, topic: bool
+    ) -> None:
         self.id = sub_id
         self.sid = sid
         self.ack = ack
+        self.topic = topic  # its messages may go to other subscribers too
         self.durable = durable
         # "MESSAGE" and its subscription header line, made at the first delivery; and
         # with them the delivery headers of a first delivery without an ack header.
@@ -376,7 +379,7 @@ class StompConnection(GatewayConnection):
         if sub is None:
             return  # unsubscribed meanwhile: the engine took it back
         version = self.wire.version
-        parts = _FRAMES.parts(d.message, version)
+        parts = _FRAMES.parts(d.message, version, keep=sub.topic)
         head = sub.head
         if head is None:
             head = sub.head = subscription_head(sub.id, version)
@@ -594,7 +597,11 @@ class StompConnection(GatewayConnection):
                 )
         sid = next(self._ids)
         sub = _Subscription(
-            sub_id, sid, ack, name if kind in ("durable", "shared_durable") else None
+            sub_id,
+            sid,
+            ack,
+            name if kind in ("durable", "shared_durable") else None,
+            dest.is_topic,
         )
         self._subs[sub_id] = sub
         self._by_sid[sid] = sub
