@@ -581,9 +581,14 @@ class StompParser:
         if head_end - start <= max_line and "\r" not in text and "\\" not in text:
             # The usual frame: no line can be over the limit (the whole block is not), no
             # CR to strip, nothing to unescape; a line without a colon takes the long way.
-            split = [line.partition(":") for line in lines[1:]]
-            if all([colon for _, colon, _ in split]):
-                return command, [(name, value) for name, _, value in split]
+            pairs: list[tuple[str, str]] = []
+            for line in lines[1:]:
+                name, colon, value = line.partition(":")
+                if not colon:
+                    break
+                pairs.append((name, value))
+            else:
+                return command, pairs
         headers: list[tuple[str, str]] = []
         for line in lines[1:] if len(lines) > 1 else ():
             if line.endswith("\r"):
