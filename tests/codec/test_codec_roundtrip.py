@@ -31,7 +31,13 @@ from ternmq.message import (
     TextMessage,
 )
 from ternmq.message._types import T
-from ternmq.message.codec import decode_message, encode_message
+from ternmq.message.codec import (
+    CodecLimitError,
+    CodecLimits,
+    decode_message,
+    decode_message_view,
+    encode_message,
+)
 
 from ._support import (
     ALL_CLASSES,
@@ -352,3 +358,37 @@ def test_decoded_messages_do_not_share_mutable_state() -> None:
     assert first._property_types == {"s": T.STRING} and first._map == {"a": (T.INT, 1)}
     assert second._properties is not first._properties
     assert second._property_types is not first._property_types
+
+
+@pytest.mark.parametrize("size", [0, 5, 70_000])
+def test_decode_message_view_shares_a_bytes_body(size: int) -> None:
+    """decode_message_view gives a BytesMessage's body as a view of the encoded octets (no
+    copy), the message's own body empty, and every header and property as decode_message."""
+    msg = BytesMessage()
+    msg.write_bytes(bytes(range(256)) * (size // 256) + b"x" * (size % 256))
+    msg.set_string_property("p", "v")
+    msg.jms_destination = Queue("q")
+    data = encode_message(msg)
+    plain = decode_message(data)
+    seen, view = decode_message_view(data)
+    assert view is not None and view.obj is data and view.readonly
+    assert bytes(view) == bytes(plain._buffer)
+    assert isinstance(seen, BytesMessage) and seen._buffer == bytearray()
+    assert content_differences(plain, seen) == (["_buffer"] if size else [])
+    assert_received_state(seen)
+
+
+@pytest.mark.parametrize("cls", [TextMessage, MapMessage, Message, ObjectMessage, StreamMessage])
+def test_decode_message_view_of_other_kinds_is_decode_message(cls: type[Message]) -> None:
+    data = encode_message(cls())
+    seen, view = decode_message_view(data)
+    assert view is None
+    assert type(seen) is cls and content_differences(decode_message(data), seen) == []
+
+
+def test_decode_message_view_keeps_the_body_limit() -> None:
+    msg = BytesMessage()
+    msg.write_bytes(b"x" * 100)
+    data = encode_message(msg)
+    with pytest.raises(CodecLimitError, match="max_body_size"):
+        decode_message_view(data, limits=CodecLimits(max_body_size=99))

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from ternmq.errors import JMSException
 from ternmq.protocol.stomp import (
+    COLLECT_MIN,
     COMMANDS,
     HEARTBEAT,
     StompError,
@@ -264,6 +265,76 @@ def test_byte_by_byte_gives_the_same_frames() -> None:
         assert parser.pending <= i + 1
     assert got == parse(data)
     assert parser.pending == 0
+
+
+def _accepted(limits: StompLimits | None = None) -> StompParser:
+    parser = StompParser(limits or StompLimits())
+    parser.version = "1.2"
+    parser.frame_limit = parser.limits.max_frame
+    return parser
+
+
+@pytest.mark.parametrize("size", [1, 1000, 65536, 262144])
+def test_large_body_split_across_many_reads(size: int) -> None:
+    """A 1 MiB body with content-length, with NULs in it, fed in reads of ``size`` octets
+    between two small frames, gives the same frames as one read; pending counts the
+    collected octets; what follows the NUL in the last read is parsed on."""
+    body = bytes(range(256)) * 4096  # 1 MiB, a NUL every 256 octets
+    big = encode_frame("SEND", [("destination", "/queue/a")], body)
+    small = encode_frame("SEND", [("n", "2")], b"tail")
+    data = encode_frame("SEND", [("n", "0")], b"head") + big + b"\n" + small
+    parser = _accepted()
+    got: list[object] = []
+    for i in range(0, len(data), size):
+        got += parser.feed(data[i : i + size])
+        if len(got) == 1:
+            assert parser.pending <= len(big)
+    assert got == parse(data)
+    frames = [f for f in got if isinstance(f, StompFrame)]
+    assert [f.body for f in frames] == [b"head", body, b"tail"]
+    assert got[2] is HEARTBEAT
+    assert parser.pending == 0
+
+
+def test_large_body_chunks_kept_are_not_aliased() -> None:
+    """A reused bytearray fed as chunks does not change a body collected from it."""
+    body = b"y" * (COLLECT_MIN * 3)
+    data = encode_frame("SEND", [("destination", "/queue/a")], body)
+    parser = _accepted()
+    chunk = bytearray(COLLECT_MIN)
+    got: list[object] = []
+    for i in range(0, len(data), len(chunk)):
+        piece = data[i : i + len(chunk)]
+        chunk[: len(piece)] = piece
+        got += parser.feed(chunk[: len(piece)])
+        chunk[:] = b"z" * len(chunk)
+    assert [f.body for f in got] == [body]  # type: ignore[attr-defined]
+
+
+def test_large_body_not_ending_with_nul_is_refused() -> None:
+    """The octet after content-length octets of a collected body must be NUL."""
+    length = COLLECT_MIN * 2
+    parser = _accepted()
+    parser.feed(b"SEND\ncontent-length:%d\n\n" % length + b"x" * 100)
+    assert parser.pending > 0
+    parser.feed(b"x" * (length - 100))
+    with pytest.raises(StompError, match="did not end with NUL"):
+        parser.feed(b"x\x00")
+    assert parser.pending == 0
+
+
+def test_oversized_frame_refused_before_its_body_arrives() -> None:
+    """A content-length past max_body or a frame past max_frame is refused with the headers:
+    nothing of the body is collected."""
+    limits = StompLimits(max_frame=COLLECT_MIN * 2, max_body=COLLECT_MIN * 4)
+    parser = _accepted(limits)
+    with pytest.raises(StompError, match="max_frame"):
+        parser.feed(b"SEND\ncontent-length:%d\n\n" % (COLLECT_MIN * 3) + b"x" * 10)
+    assert parser.pending < 64  # the headers at most: no body collected
+    parser = _accepted()
+    with pytest.raises(StompError, match="max_body"):
+        parser.feed(b"SEND\ncontent-length:%d\n\n" % (parser.limits.max_body + 1))
+    assert parser.pending < 64
 
 
 def test_pending_counts_the_partial_frame() -> None:

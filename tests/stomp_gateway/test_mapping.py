@@ -7,14 +7,24 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ternmq import BytesMessage, TextMessage
 from ternmq.destination import Destination, destination
 from ternmq.errors import InvalidDestinationException, MessageFormatException
 from ternmq.message.codec import CodecLimitError, CodecLimits, decode_message, encode_message
-from ternmq.protocol.stomp import StompFrame, StompLimits, StompParser
+from ternmq.protocol.stomp import (
+    StompError,
+    StompFrame,
+    StompLimits,
+    StompParser,
+    encode_headers,
+    escape_header,
+)
 from ternmq.server._stomp_mapping import (
     MessageFrames,
+    _header_lines,
     delivery_head,
     encode_send,
     jms_destination,
@@ -179,6 +189,8 @@ def test_large_body_is_a_part_of_its_own() -> None:
     parts = MessageFrames().parts(data, "1.2")
     assert len(parts) == 3
     assert parts[1] == body
+    # not a copy: a view of the stored octets (the socket's writelines takes it as it is)
+    assert isinstance(parts[1], memoryview) and parts[1].obj is data
     frame = parse(subscription_head("s", "1.2") + b"".join(parts), "1.2")
     assert frame.body == body
 
@@ -207,3 +219,38 @@ def test_first_of_a_repeated_header_wins_in_wire_order() -> None:
     assert msg.get_string_property("b") == "1"
     assert msg.jms_priority == 1
     assert list(msg._properties) == ["b", "a"]
+
+
+_TEXT = st.text(alphabet=st.sampled_from("ab:\\\n\r é\x00"), max_size=5)
+
+
+@given(_TEXT, st.lists(st.tuples(_TEXT.filter(bool), _TEXT), max_size=4))
+def test_header_lines_are_the_escaped_headers(mid: str, rest: list[tuple[str, str]]) -> None:
+    """The one-pass header block of a MESSAGE is what escaping each header gives (or the
+    same refusal), in every version."""
+    headers = [("message-id", "ID:" + mid), *rest]
+    for version in ("1.1", "1.2"):
+        try:
+            expected: bytes | str = (
+                f"message-id:{escape_header(headers[0][1], version)}\n".encode()
+                + encode_headers(headers[1:], version)
+            )
+        except StompError as exc:
+            expected = str(exc)
+        try:
+            got: bytes | str = _header_lines(headers, version)
+        except StompError as exc:
+            got = str(exc)
+        assert got == expected
+
+
+def test_parts_not_kept_for_a_queue() -> None:
+    """A queue's message (keep=False) is built each time and not kept: nobody else gets it."""
+    frames = MessageFrames()
+    data = send([("destination", "/queue/q")])
+    parts = frames.parts(data, "1.2", keep=False)
+    assert frames.message_id == "ID:m-1"
+    assert frames._held == 0 and not frames._kept
+    again = frames.parts(data, "1.2", keep=False)
+    assert again == parts and again is not parts
+    assert frames.parts(data, "1.2") == parts  # the same octets either way

@@ -84,6 +84,7 @@ __all__ = [
     "KIND_BYTES",
     "KIND_TEXT",
     "decode_message",
+    "decode_message_view",
     "encode_fields",
     "encode_message",
 ]
@@ -518,6 +519,28 @@ def _body_type(kind: int, limits: CodecLimits) -> object:
     return _annotated[bytes, Meta(max_length=limits.max_body_size)] | None
 
 
+def _wire_type(lead: str, body: object) -> object:
+    """The type of the encoded array whose leading str is ``lead``, its body of type
+    ``body`` (the two property maps left raw)."""
+    return _tuple[
+        _literal[lead],
+        str | None,  # message_id
+        _Long,  # timestamp
+        str | tuple[bytes] | None,  # correlation_id
+        str | None,  # reply_to
+        str | None,  # destination
+        Literal[1, 2],  # delivery_mode
+        bool,  # redelivered
+        str | None,  # type
+        _Long,  # expiration
+        _Long,  # delivery_time
+        _annotated[int, Meta(ge=0, le=9)],  # priority
+        msgspec.Raw,  # properties
+        msgspec.Raw,  # property types
+        body,
+    ]
+
+
 _PropertyValue: TypeAlias = bool | _Long | float | str | None
 # What msgspec checks for a property value of each type in a specialised decoder (below).
 _PROP_VALUE_TYPE: Final[dict[T, object]] = {
@@ -578,7 +601,7 @@ class _Decoding:
     bounded anyway.
     """
 
-    __slots__ = ("heads", "limits", "plans", "props_decoder", "seen", "types_decoder")
+    __slots__ = ("heads", "limits", "plans", "props_decoder", "seen", "types_decoder", "view_heads")
 
     def __init__(self, limits: CodecLimits) -> None:
         self.limits = limits
@@ -592,24 +615,16 @@ class _Decoding:
         )
         self.heads: dict[bytes, tuple[int, msgspec.msgpack.Decoder[Any]]] = {}
         for kind, lead in enumerate(_LEADS):
-            wire = _tuple[
-                _literal[lead],
-                str | None,  # message_id
-                _Long,  # timestamp
-                str | tuple[bytes] | None,  # correlation_id
-                str | None,  # reply_to
-                str | None,  # destination
-                Literal[1, 2],  # delivery_mode
-                bool,  # redelivered
-                str | None,  # type
-                _Long,  # expiration
-                _Long,  # delivery_time
-                _annotated[int, Meta(ge=0, le=9)],  # priority
-                msgspec.Raw,  # properties
-                msgspec.Raw,  # property types
-                _body_type(kind, limits),
-            ]
+            wire = _wire_type(lead, _body_type(kind, limits))
             self.heads[MAGIC + lead[2:].encode()] = (kind, msgspec.msgpack.Decoder(wire))
+        # The same, but a Bytes body decoded as a view of the input (decode_message_view).
+        self.view_heads = dict(self.heads)
+        body = _annotated[memoryview, Meta(max_length=limits.max_body_size)]
+        wire = _wire_type(_LEADS[_KIND_BYTES], body)
+        self.view_heads[MAGIC + _LEADS[_KIND_BYTES][2:].encode()] = (
+            _KIND_BYTES,
+            msgspec.msgpack.Decoder(wire),
+        )
         # None: the specialised decoder failed its check; stay generic for that key.
         self.plans: dict[bytes, _Plan | None] = {}
         self.seen: set[int] = set()
@@ -906,11 +921,45 @@ def decode_message(
         TypeError: ``limits`` is not a :class:`CodecLimits`.
     """
     decoding = _DEFAULT_DECODING if limits is DEFAULT_LIMITS else _decoding_for(limits)
+    return _decode(data, limits, decoding, decoding.heads)
+
+
+def decode_message_view(
+    data: bytes, *, limits: CodecLimits = DEFAULT_LIMITS
+) -> tuple[Message, memoryview | None]:
+    """:func:`decode_message` without copying a Bytes body: for a reader that only passes
+    the body's octets on (a gateway writing them to a socket).
+
+    Returns:
+        The message and, for a BytesMessage, a read-only view of its body's octets in
+        ``data`` (the view keeps ``data`` alive), the message's own body left empty; for
+        any other kind the message as :func:`decode_message` gives it, and None.
+
+    Raises:
+        As :func:`decode_message`.
+    """
+    decoding = _DEFAULT_DECODING if limits is DEFAULT_LIMITS else _decoding_for(limits)
+    msg = _decode(data, limits, decoding, decoding.view_heads)
+    if type(msg) is not BytesMessage:
+        return msg, None
+    view: memoryview = msg._buffer  # type: ignore[assignment]  # the view decoder's body
+    msg._buffer = bytearray()
+    return msg, view
+
+
+def _decode(
+    data: bytes | bytearray | memoryview,
+    limits: CodecLimits,
+    decoding: _Decoding,
+    heads: dict[bytes, tuple[int, msgspec.msgpack.Decoder[Any]]],
+) -> Message:
+    """:func:`decode_message` with the decoders of ``heads`` (``decoding.heads``, or
+    ``decoding.view_heads`` for :func:`decode_message_view`)."""
     if type(data) is bytes:
-        entry = decoding.heads.get(data[:_HEAD_LEN])
+        entry = heads.get(data[:_HEAD_LEN])
     else:
         data = _as_octets(data)
-        entry = decoding.heads.get(data[:_HEAD_LEN].tobytes())
+        entry = heads.get(data[:_HEAD_LEN].tobytes())
     if len(data) > limits.max_encoded_size:
         raise CodecLimitError(
             "max_encoded_size", len(data), limits.max_encoded_size, "encoded message octets"

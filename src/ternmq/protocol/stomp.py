@@ -26,10 +26,15 @@ connection is accepted), nor send a frame with more headers, longer header lines
 larger body than allowed. Any malformed or oversized input raises :class:`StompError`,
 whose message says what was wrong; the connection must then be closed.
 
-Speed: :meth:`StompParser.feed` works on one ``bytearray`` with ``find`` and compiled
+Speed: :meth:`StompParser.feed` works on the chunk it is given (or, when a partial frame
+is buffered, on one ``bytearray`` holding it and the chunk) with ``find`` and compiled
 patterns; there is no Python loop per octet, only per frame, per header line and per run of
-heart-beats. Scans resume where the previous chunk
-left off, so a frame trickling in byte by byte costs linear, not quadratic, time.
+heart-beats. Scans resume where the previous chunk left off, so a frame trickling in byte by
+byte costs linear, not quadratic, time. A large body with ``content-length`` (at least
+:data:`COLLECT_MIN` octets) that is not complete in one chunk is not buffered: the chunks
+that carry it are kept as they came (their octets are not looked at, and the NUL is found
+by its offset) and joined once when the last arrives, so a 1 MiB body costs one copy
+whatever the number of reads.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from ternmq.protocol.frames import ProtocolError
 
 __all__ = [
     "CLIENT_COMMANDS",
+    "COLLECT_MIN",
     "COMMANDS",
     "HEARTBEAT",
     "SERVER_COMMANDS",
@@ -78,6 +84,10 @@ CLIENT_COMMANDS: Final = frozenset(
 )
 SERVER_COMMANDS: Final = frozenset({"CONNECTED", "MESSAGE", "RECEIPT", "ERROR"})
 COMMANDS: Final = CLIENT_COMMANDS | SERVER_COMMANDS
+
+#: A body of at least this many octets with ``content-length`` that is not complete in the
+#: chunk read is kept as the chunks that carry it, joined once at its end (module doc).
+COLLECT_MIN: Final = 32 * 1024
 
 # Frames whose headers are never escaped (STOMP 1.2 "Value Encoding").
 _RAW_COMMANDS: Final = frozenset({"CONNECT", "STOMP", "CONNECTED"})
@@ -298,7 +308,7 @@ class StompParser:
             until the connection raises it (to ``limits.max_frame``) once accepted.
     """
 
-    __slots__ = ("_buf", "_head", "_scan", "frame_limit", "limits", "version")
+    __slots__ = ("_buf", "_have", "_head", "_parts", "_scan", "frame_limit", "limits", "version")
 
     def __init__(self, limits: StompLimits) -> None:
         self.limits = limits
@@ -311,11 +321,15 @@ class StompParser:
         # The parsed head of the buffered partial frame once its headers are complete:
         # command, headers, body offset and content-length (None: up to the first NUL).
         self._head: tuple[str, list[tuple[str, str]], int, int | None] | None = None
+        # A large body being collected (module doc): the chunks, or parts of them, that
+        # hold it so far (None: not collecting), and how many octets they hold.
+        self._parts: list[bytes | bytearray | memoryview] | None = None
+        self._have = 0
 
     @property
     def pending(self) -> int:
         """Octets buffered of a frame that is not complete yet."""
-        return len(self._buf)
+        return len(self._buf) + self._have
 
     def feed(self, data: bytes) -> list[StompFrame | Literal[Heartbeat.HEARTBEAT]]:
         """Add received octets; return the frames and heart-beats they complete, in order.
@@ -324,16 +338,27 @@ class StompParser:
             StompError: malformed input, or input past a limit (the message names it).
                 Nothing is returned then; the connection must be closed.
         """
-        buf = self._buf
-        buf += data
+        if type(data) is not bytes:  # a chunk may be kept (a large body): it must not change
+            data = bytes(data)
         out: list[StompFrame | Literal[Heartbeat.HEARTBEAT]] = []
         pos = 0
-        end = len(buf)
+        if self._parts is not None:  # nothing else is buffered then
+            pos = self._collect(data, out)
+            if pos < 0:
+                return out
+        buf = self._buf
+        src: bytes | bytearray
+        if buf:
+            buf += data
+            src = buf
+        else:
+            src = data  # nothing buffered: parse the chunk itself, keep only its tail
+        end = len(src)
         try:
             while pos < end:
-                first = buf[pos]
+                first = src[pos]
                 if first == 10 or first == 13:  # heart-beats: a run of LF or CR LF
-                    run = _EOLS.match(buf, pos)
+                    run = _EOLS.match(src, pos)
                     if run is None:  # a CR: wait for its LF, or refuse another octet
                         if pos + 1 == end:
                             break
@@ -342,22 +367,65 @@ class StompParser:
                             "end lines with LF or CR LF"
                         )
                     after = run.end()
-                    out.extend([HEARTBEAT] * buf.count(b"\n", pos, after))
+                    out.extend([HEARTBEAT] * src.count(b"\n", pos, after))
                     pos = after
                     continue
-                done = self._frame(buf, pos, end)
+                done = self._frame(src, pos, end)
                 if done is None:
+                    if self._parts is not None:  # a large body: its chunks are kept
+                        pos = end
                     break
                 frame, pos = done
                 out.append(frame)
         finally:
-            if pos:
-                del buf[:pos]
+            if src is buf:
+                if pos:
+                    del buf[:pos]
+            elif pos < end:
+                buf += memoryview(src)[pos:] if pos else src
         return out
 
-    def _frame(self, buf: bytearray, start: int, end: int) -> tuple[StompFrame, int] | None:
+    def _collect(self, data: bytes, out: list[StompFrame | Literal[Heartbeat.HEARTBEAT]]) -> int:
+        """Add ``data`` to the large body being collected; once it completes, append its
+        frame to ``out`` and return the offset in ``data`` after its NUL (-1: the body
+        needs more).
+
+        Raises:
+            StompError: the octet after ``content-length`` octets of body is not NUL.
+        """
+        parts = self._parts
+        head = self._head
+        assert parts is not None and head is not None
+        command, headers, _, length = head
+        assert length is not None
+        need = length + 1 - self._have  # octets of this frame still to come, NUL included
+        if len(data) < need:
+            parts.append(data)
+            self._have += len(data)
+            return -1
+        if data[need - 1] != 0:
+            self._reset()
+            raise StompError(
+                f"the body of {command} did not end with NUL after content-length "
+                f"({length}) octets: send the exact body length, then NUL"
+            )
+        if need > 1:
+            parts.append(memoryview(data)[: need - 1])
+        self._reset()
+        out.append(StompFrame(command, headers, b"".join(parts)))
+        return need
+
+    def _reset(self) -> None:
+        """Forget the partial frame (it completed, or it is refused)."""
+        self._head = None
+        self._scan = 0
+        self._parts = None
+        self._have = 0
+
+    def _frame(self, buf: bytes | bytearray, start: int, end: int) -> tuple[StompFrame, int] | None:
         """Parse the frame starting at ``start``: the frame and the offset after its NUL,
-        or None if it is not complete yet.
+        or None if it is not complete yet (then, for a large body, :attr:`_parts` holds
+        what ``buf`` has of it from ``start``: the caller drops those octets).
 
         Raises:
             StompError: the frame is malformed or past a limit.
@@ -368,20 +436,34 @@ class StompParser:
             # The header block ends at the first empty line: LF LF or LF CR LF. The search
             # resumes 2 octets before the previous chunk's end (a separator may straddle).
             # The search stops at the frame limit, so a long batch costs no more than it.
-            scan = max(start, start + self._scan - 2)
-            found = _HEAD_END.search(buf, scan, min(end, start + limit + 3))
+            scan = self._scan
+            found = _HEAD_END.search(
+                buf, start + scan - 2 if scan > 2 else start, min(end, start + limit + 3)
+            )
             if found is None:
-                self._too_big(end - start, limit)
+                if end - start > limit:
+                    self._too_big(end - start, limit)
                 self._scan = end - start
                 return None
             head_end, body_start = found.span()
-            self._too_big(body_start - start, limit)
+            if body_start - start > limit:
+                self._too_big(body_start - start, limit)
             command, headers = self._parse_head(buf, start, head_end)
             length = None
             for name, value in headers:
                 if name == "content-length":
                     length = self._length(value)
-                    self._too_big(body_start + length + 1 - start, limit)
+                    if body_start + length + 1 - start > limit:
+                        self._too_big(body_start + length + 1 - start, limit)
+                    # The usual frame: whole in this chunk (nothing to remember).
+                    nul = body_start + length
+                    if nul < end and buf[nul] == 0:
+                        if scan:
+                            self._scan = 0
+                        body = buf[body_start:nul]
+                        if type(body) is not bytes:
+                            body = bytes(body)
+                        return StompFrame(command, headers, body), nul + 1
                     break
             head = self._head = (command, headers, body_start - start, length)
             self._scan = body_start - start
@@ -390,6 +472,14 @@ class StompParser:
         if length is not None:
             nul = body_start + length
             if nul >= end:
+                if length >= COLLECT_MIN:
+                    # Kept as it comes (module doc); a bytearray's octets are copied, as
+                    # the caller reuses it; a chunk's are immutable.
+                    part = buf[body_start:end] if type(buf) is bytearray else memoryview(buf)
+                    if type(part) is memoryview:
+                        part = part[body_start:end]
+                    self._parts = [part]
+                    self._have = end - body_start
                 return None
             if buf[nul] != 0:
                 self._head = None
@@ -418,7 +508,8 @@ class StompParser:
                 )
         self._head = None
         self._scan = 0
-        return StompFrame(command, headers, bytes(buf[body_start:nul])), nul + 1
+        body = buf[body_start:nul]
+        return StompFrame(command, headers, body if type(body) is bytes else bytes(body)), nul + 1
 
     def _too_big(self, size: int, limit: int) -> None:
         """Raise if ``size`` octets of one frame exceed ``limit``.
@@ -428,8 +519,7 @@ class StompParser:
         """
         if size > limit:
             which = "max_frame" if limit == self.limits.max_frame else "max_handshake_frame"
-            self._scan = 0
-            self._head = None
+            self._reset()
             raise StompError(
                 f"a frame of more than {limit} octets ({which}; {size} octets of it so far): "
                 "send smaller frames"
@@ -456,7 +546,7 @@ class StompParser:
         return length
 
     def _parse_head(
-        self, buf: bytearray, start: int, head_end: int
+        self, buf: bytes | bytearray, start: int, head_end: int
     ) -> tuple[str, list[tuple[str, str]]]:
         """The command and headers of the header block ``buf[start:head_end]`` (its last
         line's LF excluded).
@@ -491,9 +581,14 @@ class StompParser:
         if head_end - start <= max_line and "\r" not in text and "\\" not in text:
             # The usual frame: no line can be over the limit (the whole block is not), no
             # CR to strip, nothing to unescape; a line without a colon takes the long way.
-            split = [line.partition(":") for line in lines[1:]]
-            if all([colon for _, colon, _ in split]):
-                return command, [(name, value) for name, _, value in split]
+            pairs: list[tuple[str, str]] = []
+            for line in lines[1:]:
+                name, colon, value = line.partition(":")
+                if not colon:
+                    break
+                pairs.append((name, value))
+            else:
+                return command, pairs
         headers: list[tuple[str, str]] = []
         for line in lines[1:] if len(lines) > 1 else ():
             if line.endswith("\r"):

@@ -214,7 +214,7 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         self._auth_check: PasswordCheck | None = None
         self.user: str | None = None
         self._paused: set[str] = set()
-        self._out: list[bytes | bytearray] = []
+        self._out: list[bytes | bytearray | memoryview] = []
         self._flush_scheduled = False
         self._handshake_timer: asyncio.TimerHandle | None = None
         self._abort_timer: asyncio.TimerHandle | None = None
@@ -388,7 +388,7 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
             self._flush_scheduled = True
             self.host.flush_soon(self)
 
-    def _write_parts(self, parts: Iterable[bytes | bytearray]) -> None:
+    def _write_parts(self, parts: Iterable[bytes | bytearray | memoryview]) -> None:
         """Queue the parts of one frame (a large body stays a part of its own: the socket's
         ``writelines`` takes them without joining)."""
         self._out.extend(parts)

@@ -52,7 +52,7 @@ from ternmq.message.codec import (
     KIND_TEXT,
     CodecLimitError,
     CodecLimits,
-    decode_message,
+    decode_message_view,
     encode_fields,
 )
 from ternmq.protocol.commands import Send
@@ -67,6 +67,7 @@ __all__ = [
     "MessageFrames",
     "delivery_head",
     "encode_send",
+    "first_headers",
     "jms_destination",
     "message_headers",
     "subscription_head",
@@ -112,6 +113,9 @@ FRAME_HEADERS: Final = frozenset(
 )
 
 _TEXT_TYPES: Final = ("application/json", "application/xml")
+# content-type header values seen -> whether the body is text (senders reuse a few values)
+_TEXT_CONTENT: dict[str, bool] = {}
+_TEXT_CONTENT_MAX: Final = 256
 
 
 def jms_destination(text: str) -> str:
@@ -133,8 +137,19 @@ def jms_destination(text: str) -> str:
 
 def stomp_destination(dest: Destination | str) -> str:
     """``queue://NAME`` -> ``/queue/NAME`` (the inverse of :func:`jms_destination`)."""
-    kind, _, name = str(dest).partition("://")
-    return f"/{kind}/{name}"
+    known = _STOMP_NAMES.get(dest)
+    if known is None:
+        kind, _, name = str(dest).partition("://")
+        known = f"/{kind}/{name}"
+        if len(_STOMP_NAMES) >= _STOMP_NAMES_MAX:
+            _STOMP_NAMES.clear()
+        _STOMP_NAMES[dest] = known
+    return known
+
+
+# Destinations (values, hashable) -> their STOMP names: every MESSAGE names one.
+_STOMP_NAMES: dict[Destination | str, str] = {}
+_STOMP_NAMES_MAX: Final = 1024
 
 
 def _int_header(value: str, name: str, low: int, high: int | None = None) -> int:
@@ -166,13 +181,31 @@ def _is_text(headers: dict[str, str]) -> bool:
         return kind == "text"
     ctype = headers.get("content-type")
     if ctype is not None:
-        mime = ctype.split(";", 1)[0].strip().lower()
-        return mime.startswith("text/") or mime in _TEXT_TYPES
+        known = _TEXT_CONTENT.get(ctype)
+        if known is None:
+            mime = ctype.split(";", 1)[0].strip().lower()
+            known = mime.startswith("text/") or mime in _TEXT_TYPES
+            if len(_TEXT_CONTENT) >= _TEXT_CONTENT_MAX:
+                _TEXT_CONTENT.clear()
+            _TEXT_CONTENT[ctype] = known
+        return known
     return "content-length" not in headers
 
 
+def first_headers(headers: list[tuple[str, str]]) -> dict[str, str]:
+    """``headers`` (wire order) as a dict, the first of a repeated name winning (STOMP
+    1.2)."""
+    first = dict(headers)  # the last of a repeated name: redone below if one is repeated
+    if len(first) != len(headers):
+        first = {}
+        for name, value in headers:
+            if name not in first:
+                first[name] = value
+    return first
+
+
 def encode_send(
-    headers: Iterable[tuple[str, str]],
+    headers: Iterable[tuple[str, str]] | dict[str, str],
     body: bytes,
     *,
     corr: int,
@@ -193,7 +226,8 @@ def encode_send(
     :func:`~ternmq.message.codec.encode_message` writes for the same message.
 
     Args:
-        headers: the frame's headers in wire order (the first of a repeated name wins).
+        headers: the frame's headers in wire order (the first of a repeated name wins), or
+            as :func:`first_headers` gives them.
         body: the frame's body.
         corr: the request's correlation number.
         session_id: the engine session that sends it.
@@ -211,13 +245,10 @@ def encode_send(
             past ``limits`` (the error names the limit).
         InvalidDestinationException: a destination form ternmq does not know.
     """
-    pairs = headers if isinstance(headers, list) else list(headers)
-    first = dict(pairs)  # the last of a repeated name: redone below if one is repeated
-    if len(first) != len(pairs):
-        first = {}
-        for name, value in pairs:
-            if name not in first:
-                first[name] = value
+    if isinstance(headers, dict):
+        first = headers
+    else:
+        first = first_headers(headers if isinstance(headers, list) else list(headers))
     dest_text = first.get("destination")
     if dest_text is None:
         raise InvalidDestinationException("SEND needs a destination header, e.g. /queue/NAME")
@@ -342,15 +373,23 @@ def _dump(doc: object) -> bytes:
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=True).encode()
 
 
-def message_headers(msg: Message) -> tuple[list[tuple[str, str]], bytes | bytearray]:
+def message_headers(
+    msg: Message, body_view: memoryview | None = None
+) -> tuple[list[tuple[str, str]], bytes | bytearray | memoryview]:
     """The headers and body of a MESSAGE frame that delivers ``msg``, without those of the
     delivery itself (``subscription``, ``ack``, ``redelivered``, ``JMSXDeliveryCount``:
     :func:`delivery_head`), which go before them.
 
     Args:
         msg: the decoded message.
+        body_view: the octets of a BytesMessage's body, when ``msg`` was decoded without
+            them (:func:`~ternmq.message.codec.decode_message_view`).
     """
-    body, ctype, kind = _body(msg)
+    body: bytes | bytearray | memoryview
+    if body_view is None:
+        body, ctype, kind = _body(msg)
+    else:  # a BytesMessage's (_body)
+        body, ctype, kind = body_view, "application/octet-stream", None
     # The message-id ("ID:...") holds a colon, escaped in 1.1 and 1.2: it comes first, so
     # that the encoder can escape it on its own and take the others in one pass.
     h: list[tuple[str, str]] = [
@@ -387,6 +426,19 @@ def _header_lines(headers: list[tuple[str, str]], version: str) -> bytes:
     """The header lines of :func:`message_headers`' ``headers`` in STOMP ``version``."""
     if version == "1.0":
         return encode_headers(headers, version)
+    # The usual message: the message-id's colons are the only octets to escape. One pass
+    # over all the lines tells (each line has one colon and one LF of its own).
+    text = "".join([f"{name}:{value}\n" for name, value in headers])
+    mid = headers[0][1]
+    n = len(headers)
+    if (
+        text.count(":") == n + mid.count(":")
+        and text.count("\n") == n
+        and "\\" not in text
+        and "\r" not in text
+    ):
+        escaped = mid.replace(":", "\\c")
+        return f"message-id:{escaped}\n{text[len(mid) + 12 :]}".encode()
     # the message-id, which holds a colon, escaped on its own (see message_headers)
     mid_line = f"message-id:{escape_header(headers[0][1], version)}\n".encode()
     return mid_line + encode_headers(headers[1:], version)
@@ -483,20 +535,28 @@ class MessageFrames:
         )
         self.message_id: str | None = None
 
-    def parts(self, raw: bytes, version: str) -> tuple[bytes | bytearray, ...]:
+    def parts(
+        self, raw: bytes, version: str, *, keep: bool = True
+    ) -> tuple[bytes | bytearray | memoryview, ...]:
         """The message part of a MESSAGE frame for the stored octets ``raw`` in STOMP
-        ``version``: one buffer, or for a large body the headers, the body and the NUL.
+        ``version``: one buffer, or for a large body the headers, the body and the NUL (a
+        Bytes body as a view of ``raw``: not copied). Without ``keep`` (a queue's message:
+        no other subscriber gets it) the parts are neither looked up nor kept.
 
         Raises:
             MessageFormatException: ``raw`` is not a valid encoded message.
             StompError: a header that ``version`` cannot carry (a newline in 1.0).
         """
-        hit = self._kept.get(id(raw))
-        if hit is not None and hit[0] is raw and hit[1] == version:
-            self.message_id = hit[2]
-            return hit[3]
-        msg = decode_message(raw)
-        headers, body = message_headers(msg)
+        kept = self._kept
+        hit = kept.get(id(raw)) if keep else None
+        if hit is not None:
+            if hit[0] is raw and hit[1] == version:
+                self.message_id = hit[2]
+                return hit[3]
+            del kept[id(raw)]  # another version, or the octets of an id reused
+            self._held -= len(hit[0]) + len(hit[3][0])
+        msg, view = decode_message_view(raw)
+        headers, body = message_headers(msg, view)
         lines = _header_lines(headers, version)
         if b"\x00" in lines:  # a NUL would end the frame early for every STOMP client
             lines = _header_lines(_without_nul(headers), version)
@@ -504,10 +564,8 @@ class MessageFrames:
         if len(body) > _JOIN_MAX:
             return (lines + b"\n", body, b"\x00")
         parts = (b"".join((lines, b"\n", body, b"\x00")),)
-        kept = self._kept
-        old = kept.pop(id(raw), None)
-        if old is not None:
-            self._held -= len(old[0]) + len(old[3][0])
+        if not keep:
+            return parts
         kept[id(raw)] = (raw, version, mid, parts)
         self._held += len(raw) + len(parts[0])
         while self._held > self._budget:

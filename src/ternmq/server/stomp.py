@@ -82,6 +82,7 @@ from ternmq.server._stomp_mapping import (
     MessageFrames,
     delivery_head,
     encode_send,
+    first_headers,
     jms_destination,
     subscription_head,
 )
@@ -114,15 +115,20 @@ _CLOSED: Final = State.CLOSED
 class _Subscription:
     """One SUBSCRIBE: its own engine session and consumer (both numbered ``sid``)."""
 
-    __slots__ = ("ack", "durable", "head", "id", "sid", "unacked")
+    __slots__ = ("ack", "durable", "first_head", "head", "id", "sid", "topic", "unacked")
 
-    def __init__(self, sub_id: str, sid: int, ack: AckMode, durable: str | None) -> None:
+    def __init__(
+        self, sub_id: str, sid: int, ack: AckMode, durable: str | None, topic: bool
+    ) -> None:
         self.id = sub_id
         self.sid = sid
         self.ack = ack
+        self.topic = topic  # its messages may go to other subscribers too
         self.durable = durable
-        # "MESSAGE" and its subscription header line, made at the first delivery.
+        # "MESSAGE" and its subscription header line, made at the first delivery; and
+        # with them the delivery headers of a first delivery without an ack header.
         self.head: bytes | None = None
+        self.first_head = b""
         # ack id -> (delivery id, message id if ACK may name it) of the messages handed
         # over and not yet ACKed or NACKed, in delivery order (dicts keep insertion order:
         # an "ack:client" ACK is cumulative).
@@ -373,10 +379,11 @@ class StompConnection(GatewayConnection):
         if sub is None:
             return  # unsubscribed meanwhile: the engine took it back
         version = self.wire.version
-        parts = _FRAMES.parts(d.message, version)
+        parts = _FRAMES.parts(d.message, version, keep=sub.topic)
         head = sub.head
         if head is None:
             head = sub.head = subscription_head(sub.id, version)
+            sub.first_head = delivery_head(head, None, 1)
         ack_id: str | None = None
         if sub.ack != "auto":
             ack_id = str(d.delivery_id)
@@ -385,7 +392,10 @@ class StompConnection(GatewayConnection):
             self._ack_owner[ack_id] = sub
             if mid:
                 self._msg_ack[mid] = ack_id
-        head = delivery_head(head, ack_id, d.delivery_count)
+        if ack_id is None and d.delivery_count == 1:
+            head = sub.first_head
+        else:
+            head = delivery_head(head, ack_id, d.delivery_count)
         if len(parts) == 1:
             self._write(head + parts[0])
         else:
@@ -503,10 +513,12 @@ class StompConnection(GatewayConnection):
         broker = self.host.broker
         if conn is None or broker is None:
             return
-        tx = self._transaction(frame)
-        receipt = frame.get("receipt")
+        first = first_headers(frame.headers)
+        name = first.get("transaction")
+        tx = None if name is None else self._transaction(frame)
+        receipt = first.get("receipt")
         req = encode_send(
-            frame.headers,
+            first,
             frame.body,
             corr=self._corr(),
             session_id=tx.sid if tx is not None else _SEND_SESSION,
@@ -585,7 +597,11 @@ class StompConnection(GatewayConnection):
                 )
         sid = next(self._ids)
         sub = _Subscription(
-            sub_id, sid, ack, name if kind in ("durable", "shared_durable") else None
+            sub_id,
+            sid,
+            ack,
+            name if kind in ("durable", "shared_durable") else None,
+            dest.is_topic,
         )
         self._subs[sub_id] = sub
         self._by_sid[sid] = sub
