@@ -62,3 +62,49 @@ def test_prop_23_forged_user_id_over_vm(populate: bool) -> None:
         assert [m.get_object_property("JMSXUserID") for m in got if m] == [expected] * 3
     finally:
         broker.stop()
+
+
+@pytest.mark.parametrize("size", [100, 5000, 1 << 20])
+def test_prop_23_a_large_message_is_searched_before_its_body(size: int) -> None:
+    """The broker looks for a forged JMSXUserID before the body of a large message only: the
+    property is still removed whatever the size, and a body holding the name's octets (with
+    no such property) arrives untouched, in the octets the client sent."""
+    from ternmq.message import BytesMessage
+    from ternmq.message.codec import body_offset
+
+    body = (b"JMSXUserID" * (size // 10 + 1))[:size]
+    plain = BytesMessage()
+    plain.write_bytes(body)
+    forged = BytesMessage()
+    forged.write_bytes(body)
+    forged.set_string_property("JMSXUserID", "bob")
+    raw_plain, raw_forged = encode_message(plain), encode_message(forged)
+    assert b"JMSXUserID" not in raw_plain[: body_offset(raw_plain)]
+    assert b"JMSXUserID" in raw_forged[: body_offset(raw_forged)]
+    broker = EmbeddedBroker(f"uid-large-{size}", users={"alice": "a"})
+    broker.start()
+    try:
+        q = Queue("uid-large")
+        f = ConnectionFactory(broker.url)
+        with f.create_connection("alice", "a") as conn:
+            conn.request(c.CreateSession(session_id=99))
+            for raw in (raw_plain, raw_forged):
+                reply = conn.request(c.Send(session_id=99, destination=str(q), message=raw))
+                assert isinstance(reply, c.Ok), reply
+            session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
+            consumer = session.create_consumer(q)
+            conn.start()
+            got = [consumer.receive(5.0) for _ in range(2)]
+        assert all(isinstance(m, BytesMessage) for m in got)
+        assert [m.property_exists("JMSXUserID") for m in got] == [False, False]
+        assert [m.get_body(bytes) for m in got] == [body, body]
+    finally:
+        broker.stop()
+
+
+def test_body_offset_of_what_is_not_an_encoding() -> None:
+    """Octets that are not an encoded message: look everywhere (the whole length)."""
+    from ternmq.message.codec import body_offset
+
+    assert body_offset(b"\xc1not msgpack") == len(b"\xc1not msgpack")
+    assert body_offset(b"") == 0

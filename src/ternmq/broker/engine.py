@@ -86,7 +86,7 @@ from ternmq.errors import (
 )
 from ternmq.message import Message
 from ternmq.message._types import T
-from ternmq.message.codec import decode_message, encode_message
+from ternmq.message.codec import body_offset, decode_message, encode_message
 from ternmq.protocol import commands as c
 from ternmq.selector import Selector, compile_selector
 from ternmq.store import (
@@ -113,6 +113,9 @@ MAX_CLIENT_ID = 256  # CONN-08: longer ids, and ids with control characters, are
 _SendT = TypeVar("_SendT", c.Send, c.StagedSend)  # a message to route: sent or staged
 _R = TypeVar("_R")
 _USER_ID: Final = b"JMSXUserID"  # in an encoded message only if a property has the name
+# Above this many octets, a message is searched for _USER_ID before its body only: a 1 MiB
+# body took 0.5 ms to scan, a third of the broker's CPU for a 1 MiB STOMP message.
+_SCAN_WHOLE: Final = 4096
 
 
 def _jms_kind(exc: JMSException) -> str:
@@ -122,6 +125,14 @@ def _jms_kind(exc: JMSException) -> str:
         if cls.__module__ == JMSException.__module__:
             return cls.__name__
     return "JMSException"
+
+
+def _names_user(message: bytes) -> bool:
+    """Whether the encoded ``message`` may carry a JMSXUserID property (its name's octets
+    appear before the body; a large body is not searched): only then is it decoded."""
+    if len(message) <= _SCAN_WHOLE:
+        return _USER_ID in message
+    return message.find(_USER_ID, 0, body_offset(message)) >= 0
 
 
 def _run_now(fn: Callable[[], None]) -> None:
@@ -818,7 +829,7 @@ class Broker:
         dup_id = req.duplicate_id
         if dup_id is not None:
             self._dedup.check_id(dup_id)
-        if self.populate_user_id or _USER_ID in req.message:  # PROP-23: never the client's
+        if self.populate_user_id or _names_user(req.message):  # PROP-23: never the client's
             req = self.stamp_user(conn, req)
         if s.transacted:
             s.tx_sends.append(req)

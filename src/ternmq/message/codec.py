@@ -83,6 +83,7 @@ __all__ = [
     "MessageDecodeError",
     "KIND_BYTES",
     "KIND_TEXT",
+    "body_offset",
     "decode_message",
     "decode_message_view",
     "encode_fields",
@@ -922,6 +923,24 @@ def decode_message(
     """
     decoding = _DEFAULT_DECODING if limits is DEFAULT_LIMITS else _decoding_for(limits)
     return _decode(data, limits, decoding, decoding.heads)
+
+
+# An encoding's array with every element left raw (views of the input, nothing decoded):
+# where the body starts, for body_offset.
+_RAW_ELEMENTS: Final = msgspec.msgpack.Decoder(list[msgspec.Raw])
+
+
+def body_offset(data: bytes) -> int:
+    """Where the body's encoding starts in ``data`` (an encoded message): every header and
+    property is in ``data[:body_offset(data)]``. For a reader that looks for a property's
+    name in a large message without scanning its body. Nothing is decoded or copied (the
+    elements are read as raw views); an encoding that is not a MessagePack array gives
+    ``len(data)`` (look everywhere)."""
+    try:
+        elements = _RAW_ELEMENTS.decode(data)
+    except msgspec.DecodeError:
+        return len(data)
+    return len(data) - len(elements[-1]) if elements else len(data)
 
 
 def decode_message_view(
