@@ -5,6 +5,7 @@ input give OpenWireError, and wrong values given to the encoder are refused."""
 from __future__ import annotations
 
 import struct
+import typing
 
 import pytest
 from hypothesis import given, settings
@@ -39,7 +40,7 @@ def _sample(cls: type[ow.DataStructure], stack_trace: bool) -> ow.DataStructure:
         elif kind_name == "BYTES":
             values[name] = bytes([index, 0, 255])
         elif kind_name == "NESTED":
-            values[name] = ow.ConsumerId(connection_id=f"ID:{name}", session_id=index, value=2)
+            values[name] = _nested_sample(cls, name, index)
         elif kind_name == "ARRAY":
             values[name] = [ow.BrokerId(value=name), None, ow.ActiveMQTopic(physical_name="t")]
         elif kind_name == "THROWABLE":
@@ -47,6 +48,34 @@ def _sample(cls: type[ow.DataStructure], stack_trace: bool) -> ow.DataStructure:
         else:
             values[name] = ow.MAGIC
     return cls(**values)  # type: ignore[arg-type]
+
+
+def _nested_sample(cls: type[ow.DataStructure], name: str, index: int) -> ow.DataStructure:
+    """A distinct instance of the class ``cls.name`` holds (its first concrete subclass)."""
+    (field_cls,) = (
+        a for a in typing.get_args(typing.get_type_hints(cls)[name]) if a is not type(None)
+    )
+    if field_cls is ow.DataStructure or issubclass(ow.ConsumerId, field_cls):
+        return ow.ConsumerId(connection_id=f"ID:{name}", session_id=index, value=2)
+    concrete = min((c for c in ow.TYPES.values() if issubclass(c, field_cls)), key=lambda c: c.TYPE)
+    return concrete()
+
+
+def test_a_nested_object_of_another_class_is_malformed() -> None:
+    """A field that holds one class of data structure, given another (a fuzzer's find: a
+    ConsumerInfo whose destination was a WireFormatInfo), is refused by the decoder, not
+    handed to the gateway."""
+    frame = ow.encode_frame(
+        ow.ConsumerInfo(
+            consumer_id=ow.ConsumerId(connection_id="c", session_id=1, value=1),
+            destination=ow.WireFormatInfo(),  # type: ignore[arg-type]
+        )
+    )
+    with pytest.raises(ow.OpenWireError, match=r"ConsumerInfo\.destination must be a"):
+        ow.FrameParser().feed(frame)
+    good = ow.ConsumerInfo(destination=ow.ActiveMQQueue(physical_name="q"))
+    (decoded,) = ow.FrameParser().feed(ow.encode_frame(good))
+    assert decoded == good
 
 
 @pytest.mark.parametrize("stack_trace", [False, True])

@@ -55,6 +55,7 @@ import dataclasses
 import enum
 import re
 import struct
+import typing
 import zlib
 from collections.abc import Callable, Iterable
 from typing import ClassVar, Final
@@ -1349,6 +1350,11 @@ class _Reader:
         self.depth -= 1
         return JavaThrowable(class_name, message, stack, cause)
 
+    def wrong(self, got: DataStructure, expected: tuple[type, ...], what: str) -> OpenWireError:
+        """The error for a nested object of another class than ``what`` holds."""
+        names = " or ".join(t.__name__ for t in expected)
+        return OpenWireError(f"{what} must be a {names}, not a {type(got).__name__}")
+
     def nested(self, what: str) -> DataStructure | None:
         return self.object(what) if self.boolean(what) else None
 
@@ -1413,6 +1419,7 @@ def _decoder(cls: type[DataStructure]) -> _Decoder:
         "U16": _U16.unpack_from,
         "mutf8": _decode_mutf8,
     }
+    hints = typing.get_type_hints(cls)
     for i, (name, kind) in enumerate(cls.FIELDS):
         w = repr(f"{cls.__name__}.{name}")
         v = f"f{i}"
@@ -1448,11 +1455,15 @@ def _decoder(cls: type[DataStructure]) -> _Decoder:
                 "        pos += 1",
             ]
         elif kind is _NESTED:
+            # the field's class (its annotation, less None): another data structure in its
+            # place is malformed input, not something for the gateway to trip over
+            env[f"t{i}"] = tuple(a for a in typing.get_args(hints[name]) if a is not type(None))
             lines += [
                 f"    if pos >= size: {short.format(1)}",
                 "    if data[pos]:",
                 "        r.pos = pos + 1",
                 f"        {v} = r.object({w})",
+                f"        if not isinstance({v}, t{i}): raise r.wrong({v}, t{i}, {w})",
                 "        pos = r.pos",
                 "    else:",
                 f"        {v} = None",
