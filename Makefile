@@ -86,12 +86,12 @@ test-compiled: wheel-compiled
 	$(PY) -m venv $(CVENV)
 	$(PY) -m pip freeze --exclude-editable > build/constraints.txt
 	$(CPY) -m pip install --quiet -c build/constraints.txt build/wheel/ternmq-*.whl \
-	    pytest pytest-timeout hypothesis
+	    pytest pytest-timeout pytest-xdist hypothesis
 	$(CPY) -c "import sys, ternmq; print(ternmq.__file__, ternmq.compiled()); \
 	    sys.exit('not the compiled install' if not ternmq.compiled() else 0)"
 	TERNMQ_CONFORMANCE_TRANSPORTS=vm TERNMQ_CONFORMANCE_POSTGRES=off \
-	    $(CPY) -m pytest -p no:cacheprovider tests/conformance tests/unit/test_handle_batch.py \
-	    tests/unit/test_variant.py
+	    $(CPY) -m pytest -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile tests/conformance \
+	    tests/unit/test_handle_batch.py tests/unit/test_variant.py
 
 bench: $(SPARK)
 	$(PY) -m benchmarks

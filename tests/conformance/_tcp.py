@@ -57,10 +57,12 @@ import math
 import os
 import pathlib
 import queue
+import random
 import re
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -288,9 +290,9 @@ class ServerBroker:
         for attempt in range(START_ATTEMPTS):
             if self._spawn():
                 return self
-            if not self.ports:  # a first start has no port to wait for: a real failure
-                break
-            time.sleep(0.05 * (attempt + 1))  # the old port is briefly taken: back off
+            if not self.ports and "address already in use" not in self.log()[-2000:]:
+                break  # a first start that failed for another reason: a real failure
+            time.sleep(0.05 * (attempt + 1))  # the port is briefly taken: back off
         raise AssertionError(f"ternmq serve did not start; log:\n{self.log()[-4000:]}")
 
     def stop(self) -> None:
@@ -354,13 +356,19 @@ class ServerBroker:
 
     # ---- the process -----------------------------------------------------------------
     def _spawn(self) -> bool:
-        """Start a process and wait for its listening lines; False if it exited first."""
-        text, _ = server_toml(self._settings, tls=self._tls, tls_port=self.ports.get("tls", 0))
+        """Start a process and wait for its listening lines; False if it exited first. A
+        first start takes ports outside the system's ephemeral range (:func:`stable_port`),
+        so that no other process's port 0 can take them while a restart waits for them."""
+        want = self.ports or {
+            "tcp": stable_port(),
+            **({"tls": stable_port()} if self._tls is not None else {}),
+        }
+        text, _ = server_toml(self._settings, tls=self._tls, tls_port=want.get("tls", 0))
         self.config_path.write_text(text, encoding="utf-8")
         argv = [
             *_serve_command(),
             "--port",
-            str(self.ports.get("tcp", 0)),
+            str(want["tcp"]),
             "--http-port",
             "-1",
             "--config",
@@ -384,9 +392,9 @@ class ServerBroker:
         if ports is None:
             self._reap()
             return False
-        if self.ports and ports != self.ports:
+        if ports != want:
             self.kill()
-            raise AssertionError(f"restarted on {ports}, not on {self.ports}")
+            raise AssertionError(f"started on {ports}, not on {want}")
         self.ports = ports
         return True
 
@@ -451,10 +459,14 @@ class ThreadServerBroker(ServerBroker):
 
         if self._thread is not None:
             return self
-        text, _ = server_toml(self._settings, tls=self._tls, tls_port=self.ports.get("tls", 0))
+        want = self.ports or {  # as ServerBroker._spawn: ports no port 0 can take
+            "tcp": stable_port(),
+            **({"tls": stable_port()} if self._tls is not None else {}),
+        }
+        text, _ = server_toml(self._settings, tls=self._tls, tls_port=want.get("tls", 0))
         self.config_path.write_text(text, encoding="utf-8")
         config = load_config(self.config_path).with_overrides(
-            port=self.ports.get("tcp", 0), data_dir=str(self.data_dir), http_port=-1
+            port=want["tcp"], data_dir=str(self.data_dir), http_port=-1
         )
         if self.store is not None:
             config = config.with_overrides(store=self.store)
@@ -526,6 +538,39 @@ def _popen(argv: list[str], log: IO[bytes]) -> subprocess.Popen[bytes]:
             if exc.errno != errno.EFAULT or attempt == START_ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+def _ephemeral_low() -> int:
+    """The lowest port the system hands out for a bind to port 0 (Linux's
+    ``ip_local_port_range``; 32768 where it cannot be read)."""
+    try:
+        text = pathlib.Path("/proc/sys/net/ipv4/ip_local_port_range").read_text()
+        return int(text.split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_STABLE_LOW = 20000  # stable ports: from here up to the ephemeral range
+
+
+def stable_port() -> int:
+    """A free port on 127.0.0.1 below the ephemeral range, for a server that restarts on its
+    port: the many servers, clients and databases of a parallel run bind port 0 and get
+    ephemeral ports, so none of them can take this one while the server is down (a
+    restarted conformance server once found its port taken by another worker's server)."""
+    high = _ephemeral_low()
+    if high <= _STABLE_LOW + 1000:  # no room below the range: the system's choice
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
+    while True:
+        port = random.randrange(_STABLE_LOW, high)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
 
 
 def _reap(proc: subprocess.Popen[bytes] | None) -> None:
