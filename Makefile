@@ -60,7 +60,7 @@ typecheck: $(SPARK)
 # has its own PostgreSQL test server). TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= 2
 unit: $(SPARK) sysdeps $(JSDEPS)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 catalog-coverage: $(SPARK)
 	$(PY) tools/catalog_coverage.py
@@ -90,7 +90,7 @@ test-compiled: wheel-compiled
 	$(CPY) -c "import sys, ternmq; print(ternmq.__file__, ternmq.compiled()); \
 	    sys.exit('not the compiled install' if not ternmq.compiled() else 0)"
 	TERNMQ_CONFORMANCE_TRANSPORTS=vm TERNMQ_CONFORMANCE_POSTGRES=off \
-	    $(CPY) -m pytest -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile tests/conformance \
+	    $(CPY) -m pytest -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests/conformance \
 	    tests/unit/test_handle_batch.py tests/unit/test_variant.py
 
 bench: $(SPARK)
