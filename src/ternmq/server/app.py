@@ -640,7 +640,7 @@ class BrokerServer(BrokerHost):
         auth = self.authenticator
         if not auth.needs_hashing(user):
             error = auth.check(user, password)
-            self._login_outcome(address, user, error)
+            self._login_outcome(address, error)
             verdict(error)
             return None
         check = PasswordCheck(address, user, password, verdict)
@@ -670,7 +670,7 @@ class BrokerServer(BrokerHost):
                 error = fut.result()
             except Exception as exc:
                 error = f"authentication failed: {exc}"
-            self._login_outcome(check.address, check.user, error)
+            self._login_outcome(check.address, error)
             if not check.cancelled:
                 check.verdict(error)
         admission = self.admission
@@ -686,13 +686,11 @@ class BrokerServer(BrokerHost):
             nxt.verdict(_throttled(address, locked))
             nxt = admission.finished(address)
 
-    def _login_outcome(self, address: str, user: str | None, error: str | None) -> None:
-        """Count a login's outcome against ``address``; log a failure and a lock-out."""
+    def _login_outcome(self, address: str, error: str | None) -> None:
+        """Count a login's outcome against ``address``; log a lock-out. (The refusal itself
+        is logged once, by the connection: ``auth_failed`` with its peer and reason.)"""
         now = self.loop.time()
         backoff = self.admission.record(address, error is not None, now)
-        if error is None:
-            return
-        log_event(log, logging.WARNING, "login_failed", address=address, user=user)
         if backoff:
             log_event(
                 log,
