@@ -35,6 +35,7 @@ COMPILED = [
     "src/ternmq/broker/_dedup.py",
     "src/ternmq/broker/_gate.py",
     "src/ternmq/broker/_records.py",
+    "src/ternmq/broker/clock.py",
     "src/ternmq/client/_hot.py",
     "src/ternmq/client/_ledger.py",
     "src/ternmq/transport/vm.py",
