@@ -28,13 +28,19 @@ from setuptools import setup
 # message/codec.py and protocol/frames.py (msgspec Struct class options are lost),
 # protocol/native_connection.py (__slots__ in a subclass of an interpreted base),
 # server/_gateway.py and broker/host.py (subclassed by interpreted classes), the client's
-# public classes (applications and tests patch them). See docs/performance.md.
+# public classes (applications and tests patch them: their per-message work is in
+# client/_hot.py and client/_ledger.py instead), broker/embedded.py (subclasses host.py).
+# transport/tcp.py (tests patch methods of its socket wrappers; an attribute named
+# ``_thread`` becomes a C field ``__thread``, a C keyword; its tests replace the module's
+# ``SystemClock``, which a compiled caller binds at build time). See docs/performance.md.
 COMPILED = [
     "src/ternmq/broker/engine.py",
     "src/ternmq/broker/_queue.py",
     "src/ternmq/broker/_dedup.py",
     "src/ternmq/broker/_gate.py",
     "src/ternmq/broker/_records.py",
+    "src/ternmq/broker/clock.py",
+    "src/ternmq/client/_hot.py",
     "src/ternmq/client/_ledger.py",
     "src/ternmq/transport/vm.py",
 ]

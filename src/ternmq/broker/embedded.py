@@ -46,6 +46,7 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import functools
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -283,7 +284,7 @@ class EmbeddedBroker(BrokerHost):
         """
         broker = self.broker
         if broker is not None:
-            self._posted.append(lambda: broker.handle(conn, req))
+            self._posted.append(functools.partial(broker.handle, conn, req))  # no frame of its own
             self._try_drain()
 
     def _drop(self, conn: BrokerConnection) -> None:
@@ -311,10 +312,12 @@ class EmbeddedBroker(BrokerHost):
     def _try_drain(self) -> None:
         while self._posted and self.lock.acquire(blocking=False):
             try:
+                posted = self._posted
                 if self.broker is None:
-                    self._posted.clear()
+                    posted.clear()
                 else:
-                    self._drain()
+                    while posted:  # _drain, without a call of its own per one-way request
+                        posted.popleft()()
             finally:
                 self.lock.release()
             if self._replies:

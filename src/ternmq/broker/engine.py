@@ -116,6 +116,9 @@ _USER_ID: Final = b"JMSXUserID"  # in an encoded message only if a property has 
 # Above this many octets, a message is searched for _USER_ID before its body only: a 1 MiB
 # body took 0.5 ms to scan, a third of the broker's CPU for a 1 MiB STOMP message.
 _SCAN_WHOLE: Final = 4096
+# The reply to a one-way request (``corr`` 0, never sent: see ``Broker._answer``), shared by
+# the per-message handlers instead of a new one for every quiet send and acknowledgement.
+_OK_ONEWAY: Final = c.Ok(corr=0)
 
 
 def _jms_kind(exc: JMSException) -> str:
@@ -850,7 +853,7 @@ class Broker:
             return None
         if dup_id is not None:
             self._record_duplicate_id(dest, req)
-        return c.Ok(corr=req.corr)
+        return c.Ok(corr=req.corr) if req.corr else _OK_ONEWAY
 
     def _record_duplicate_id(self, dest: Destination, req: c.Send) -> None:
         """``req`` took effect: ``dest`` remembers its id, in the request's store batch
@@ -1100,7 +1103,7 @@ class Broker:
             e = s.outstanding.pop(did, None)
             if e is not None:
                 self.finish(e)
-        return c.Ok(corr=req.corr)
+        return c.Ok(corr=req.corr) if req.corr else _OK_ONEWAY
 
     def _on_expired(self, conn: BrokerConnection, req: c.Expired) -> c.Reply:
         s = self._session(conn, req.session_id)

@@ -149,7 +149,11 @@ class MessageConsumer:
         with cond:
             if self._closed:
                 return
-            self._buffer.append(d)
+            buffer = self._buffer
+            if buffer:  # not empty: nobody waits for it (receive() and the listener thread
+                buffer.append(d)  # wait only for an empty buffer, or for a start or close,
+                return  # which notify of their own)
+            buffer.append(d)
             cond.notify_all()
 
     def _consumed_one(self, epoch: int) -> None:
@@ -193,7 +197,8 @@ class MessageConsumer:
             if self._receiving:
                 raise IllegalStateException("another thread is already receiving on this consumer")
             self._receiving = True
-            d = self._take()  # a buffered message: no second round of the lock
+            buffer = self._buffer  # a buffered message: no second round of the lock
+            d = buffer.popleft() if buffer and self._link.started and not self._closed else None
             epoch = ledger.epoch
         try:
             if d is not None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final, Protocol
 
 from ternmq.client._foreign import adopt, is_foreign_message, write_back
+from ternmq.client._hot import build_send
 from ternmq.client._util import check_reply
 from ternmq.destination import Destination
 from ternmq.errors import (
@@ -33,8 +34,6 @@ from ternmq.errors import (
     UnsupportedOperationException,
 )
 from ternmq.message import DeliveryMode, Message
-from ternmq.message.codec import encode_message
-from ternmq.protocol import commands as c
 
 if TYPE_CHECKING:
     from ternmq.client._ledger import DeliveryLedger
@@ -288,53 +287,29 @@ class MessageProducer:
         if window.inflight or window.failure is not None:
             window.check()
         conn = session._connection
-        now = conn.clock.now_ms()
-        message._destination = dest
-        message._delivery_mode = mode
-        message._priority = prio
-        message._timestamp = 0 if self._disable_ts else now
-        message._expiration = now + max(1, round(ttl * 1000)) if ttl else 0  # HDR-15
-        message._delivery_time = now + round(delay * 1000)
-        message._message_id = None if self._disable_id else conn.next_message_id()
-        props = message._properties
-        if props and "JMSXUserID" in props:  # PROP-23: provider-set; the broker sets it
-            del props["JMSXUserID"]
-            del message._property_types["JMSXUserID"]
-        gid = props.get("JMSXGroupID")
-        gseq = props.get("JMSXGroupSeq", 0)
-        dup = props.get(c.DUPLICATE_ID_PROPERTY)  # PSF-09: the broker reads it from Send
-        if dup is not None and not isinstance(dup, str):
-            raise MessageFormatException(
-                f"{c.DUPLICATE_ID_PROPERTY} must be a String property, not "
-                f"{type(dup).__name__}: set it with set_string_property"
-            )
-        data = encode_message(message)
-        if self._transacted:  # a failover dooms this transaction
-            self._ledger.tx_work = True
+        transacted = self._transacted
         # only a NON_PERSISTENT send outside a transaction is pipelined by default;
         # a send in a transaction always waits (its refusal is raised here, not at commit).
         pipelined = (
-            listener is None
-            and mode != _PERSISTENT
-            and not conn.block_np_sends
-            and not self._transacted
+            listener is None and mode != _PERSISTENT and not conn.block_np_sends and not transacted
         )
-        quiet = pipelined and window.quiet_next()
-        req = c.Send(
-            corr=0 if quiet else conn.next_corr(),
-            session_id=session._id,
-            destination=str(dest),
-            message=data,
-            persistent=mode == _PERSISTENT,
-            priority=prio,
-            expiration=message._expiration,
-            delivery_time=message._delivery_time,
-            group_id=gid if isinstance(gid, str) else None,
-            group_seq=gseq if isinstance(gseq, int) and not isinstance(gseq, bool) else 0,
-            duplicate_id=dup,
-            quiet=quiet,
+        req = build_send(
+            message,
+            dest,
+            mode,
+            prio,
+            ttl,
+            delay,
+            conn.clock.now_ms(),
+            not self._disable_ts,
+            None if self._disable_id else conn.next_message_id(),
+            session._id,
+            window if pipelined else None,
+            conn.next_corr,
         )
-        if quiet:  # A-08 relaxed on request: a refusal comes as an event, raised later
+        if transacted:  # a failover dooms this transaction
+            self._ledger.tx_work = True
+        if req.quiet:  # A-08 relaxed on request: a refusal comes as an event, raised later
             conn.oneway(req, lazy=True)
             return
         if pipelined:  # answered: vouches for the quiet sends before it, paces the sender
