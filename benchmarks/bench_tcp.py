@@ -44,7 +44,9 @@ Run: .venv/bin/python benchmarks/bench_tcp.py [--count N] [--repeat R] [--latenc
                       latency run unless TEXT is in "latency")
 Prints the median of R runs for each throughput scenario, and the server process's CPU time
 (user + system, /proc) per message of the scenario (per message published for the topic rows;
-with the drain of what the persistent rows sent), which the load of other work moves less.
+with the drain of what the persistent rows sent), which the load of other work moves less;
+for the persistent rows also the sends per store commit (group commit at work: the server's
+``ternmq_store_commits_total``, read from its /metrics before and right after the timed sends).
 Bounded: about a minute with the defaults, and every run stops after 60 s.
 """
 
@@ -61,6 +63,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -78,6 +81,34 @@ def cpu_seconds(pid: int) -> float:
 
 
 SERVER_PID: list[int] = []  # the running server's pid, for its CPU time
+HTTP_PORT: list[int] = []  # the running server's metrics port
+SENT: list[int] = []  # the server's store commits when the last timed sends ended
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def store_commits() -> int:
+    """The running server's store commits so far (``ternmq_store_commits_total`` of its
+    ``/metrics``), or -1 if it cannot be read."""
+    if not HTTP_PORT:
+        return -1
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{HTTP_PORT[-1]}/metrics", timeout=5) as r:
+            text = r.read().decode()
+    except OSError:
+        return -1
+    m = re.search(r"^ternmq_store_commits_total (\S+)$", text, re.M)
+    return int(float(m.group(1))) if m else -1
+
+
+def _sent() -> None:
+    """The timed sends of a persistent scenario ended: note the commits (before the drain)."""
+    SENT.append(store_commits())
 
 
 @contextlib.contextmanager
@@ -85,6 +116,7 @@ def server(extra: tuple[str, ...] = ()) -> Iterator[str]:
     """A ``ternmq serve --port 0 [extra...]`` subprocess on a temporary data dir; yields its
     URL (its pid is ``SERVER_PID[-1]`` meanwhile)."""
     with tempfile.TemporaryDirectory(prefix="ternmq-bench-") as data:
+        http = _free_port()  # for the commit count of /metrics
         proc = subprocess.Popen(
             [
                 sys.executable,
@@ -94,6 +126,8 @@ def server(extra: tuple[str, ...] = ()) -> Iterator[str]:
                 "--port",
                 "0",
                 "--http-port",
+                str(http),
+                "--stomp-port",
                 "-1",
                 "--data-dir",
                 data,
@@ -111,10 +145,13 @@ def server(extra: tuple[str, ...] = ()) -> Iterator[str]:
             if m is None:
                 raise RuntimeError(f"ternmq serve did not start: {line!r}")
             SERVER_PID.append(proc.pid)
+            HTTP_PORT.append(http)
             yield m.group(1)
         finally:
             if SERVER_PID:
                 SERVER_PID.pop()
+            if HTTP_PORT:
+                HTTP_PORT.pop()
             proc.terminate()
             try:
                 proc.wait(10)
@@ -225,6 +262,7 @@ def run_persistent(factory: ConnectionFactory, producers: int, per_producer: int
     for t in threads:
         t.join(LIMIT_S)
     elapsed = max(finished) - start
+    _sent()
     for conn in conns:
         conn.close()
     _drain(factory, q)
@@ -259,6 +297,7 @@ def run_shared(
         for t in workers:
             t.join(LIMIT_S)
         elapsed = time.perf_counter() - start
+        _sent()
     _drain(factory, q)
     return threads * per_thread / elapsed
 
@@ -487,17 +526,26 @@ def main(argv: list[str] | None = None) -> None:
         for name, (messages, fn) in scenarios.items():
             if args.only not in name:
                 continue
-            rates, cpu = [], []
+            rates, cpu, per_commit = [], [], []
             for _ in range(args.repeat):
                 before = cpu_seconds(pid)
+                commits = store_commits()
+                SENT.clear()
                 rates.append(fn())
                 cpu.append((cpu_seconds(pid) - before) / messages * 1e6)
+                if SENT and SENT[-1] > commits >= 0:
+                    per_commit.append(messages / (SENT[-1] - commits))
             median = statistics.median(rates)
             versus = f"  = {median / floor:.2f} x the durable echo" if "x1" in name else ""
+            grouped = (
+                f", {statistics.median(per_commit):.1f} sends/commit"
+                if len(per_commit) == args.repeat
+                else ""
+            )
             print(
                 f"{name:30s} median {median:>8,.0f} msg/s  "
                 f"(min {min(rates):,.0f}, max {max(rates):,.0f}, n={args.repeat}), "
-                f"server CPU {statistics.median(cpu):.1f} us/msg{versus}"
+                f"server CPU {statistics.median(cpu):.1f} us/msg{grouped}{versus}"
             )
         if args.only not in "latency":
             return

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import pathlib
 import sqlite3
+from collections.abc import Sequence
 
 import pytest
 
-from ternmq.store import AddMessage, RemoveMessage, SetDeliveryCount
+from ternmq.store import AddMessage, Op, RemoveMessage, SetDeliveryCount, _plan
 from ternmq.store.sqlite import MAX_ROWS, SqliteStore
 
 
@@ -68,7 +69,7 @@ def test_a_failed_single_statement_write_leaves_nothing(tmp_path: pathlib.Path) 
     try:
         s.write([_add(1)])
         bad = [_add(i) for i in range(2, 40)]
-        bad[20] = AddMessage("queue://Q", 22, b"x", None, 0, 0)  # type: ignore[arg-type]
+        bad[20] = AddMessage("queue://Q", 22, b"x", None, 0, 0)
         with pytest.raises(sqlite3.IntegrityError):
             s.write(bad)
         assert [m.seq for m in s.load().messages["queue://Q"]] == [1]
@@ -130,3 +131,35 @@ def test_a_send_with_a_delivery_count_round_trips(
         assert counts == {("queue://Q", 5): 3 if same else 0, ("queue://R", 6): 0}
     finally:
         s.close()
+
+
+@pytest.mark.parametrize(
+    "batches",
+    [
+        [[_add(1)], [_add(2)], [_add(3, "queue://R")], [_add(4)]],  # sends only: the fast way
+        [[_add(i)] for i in range(1, 40)],
+        [[_add(1), _add(2)], [_add(1)]],  # a message added twice: the general pass
+        [[_add(3)], [_add(2)]],  # out of order: the general pass
+        [[_add(1)], [RemoveMessage("queue://Q", 1)], [_add(2)]],
+        [[_add(1)], [SetDeliveryCount("queue://Q", 1, 2)], [_add(2)]],
+        [],
+        [[]],
+    ],
+)
+def test_a_group_of_sends_plans_as_the_general_pass_does(
+    batches: list[Sequence[Op]],
+) -> None:
+    """``plan`` takes a group of sends only (each destination's sequence numbers rising)
+    without the general reduction, and gives exactly what that reduction gives; any other
+    group is reduced as before."""
+    assert _plan.plan(batches) == _plan._reduce(batches)
+
+
+def test_a_message_added_twice_is_inserted_once() -> None:
+    """A group that adds the same message twice is no group of plain sends: the general pass
+    inserts the later one only (a backend may not write a row twice in one statement)."""
+    p = _plan.plan([[_add(1)], [_add(2)], [_add(1)]])
+    assert len(p.steps) == 1
+    run = p.steps[0]
+    assert isinstance(run, _plan.Rows)
+    assert [op.seq for op in run.inserts] == [2, 1]
