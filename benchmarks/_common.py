@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 
@@ -11,6 +12,14 @@ from ternmq import ConnectionFactory, Queue, Session, Topic
 
 BODY = "x" * 256  # the 256-byte TextMessage body every throughput figure uses
 LIMIT_S = 60.0  # no run waits longer than this for its messages
+
+
+def free_port() -> int:
+    """A loopback TCP port nobody listens on right now (for ``--http-port``)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
 
 
 def variant() -> str:

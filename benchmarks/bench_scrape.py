@@ -26,7 +26,6 @@ Run: .venv/bin/python benchmarks/bench_scrape.py --part load [--count N] [--runs
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
 import threading
 import time
@@ -34,7 +33,7 @@ import types
 import urllib.request
 from collections.abc import Sequence
 
-from bench_tcp import run_queue, server
+from bench_tcp import HTTP_PORT, run_queue, server
 from ternmq import ConnectionFactory, TextMessage
 from ternmq.broker.config import BrokerConfig
 from ternmq.broker.engine import Broker
@@ -89,14 +88,6 @@ def scrape_ms(broker: Broker, repeat: int) -> tuple[float, float, float, int]:
     return min(times), statistics.median(times), statistics.median(owner), size
 
 
-def free_port() -> int:
-    """A loopback TCP port nobody listens on right now (for ``--http-port``)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def scrape(url: str) -> float:
     """GET ``url`` to the end; seconds it took."""
     t0 = time.perf_counter()
@@ -127,9 +118,8 @@ def wait_http(url: str, limit_s: float = 10.0) -> None:
 
 def under_load(count: int, runs: int, period: float) -> None:
     """Messaging throughput with a scrape every ``period`` seconds and with none, alternating."""
-    port = free_port()
-    with server(("--http-port", str(port), "--stomp-port", "-1")) as url:
-        metrics = f"http://127.0.0.1:{port}/metrics"
+    with server() as url:
+        metrics = f"http://127.0.0.1:{HTTP_PORT[-1]}/metrics"
         wait_http(metrics)
         factory = ConnectionFactory(url)  # pipelined NON_PERSISTENT sends, the default
         run_queue(factory, count // 4)  # warm-up, not counted

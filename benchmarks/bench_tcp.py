@@ -67,7 +67,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 
-from _common import BODY, LIMIT_S, consume, cpus, pin_self, variant
+from _common import BODY, LIMIT_S, consume, cpus, free_port, pin_self, variant
 from ternmq import ConnectionFactory, DeliveryMode, Queue, Session, Topic
 
 SENT_AT = "bench_sent_ns"
@@ -83,13 +83,6 @@ def cpu_seconds(pid: int) -> float:
 SERVER_PID: list[int] = []  # the running server's pid, for its CPU time
 HTTP_PORT: list[int] = []  # the running server's metrics port
 SENT: list[int] = []  # the server's store commits when the last timed sends ended
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def store_commits() -> int:
@@ -113,10 +106,11 @@ def _sent() -> None:
 
 @contextlib.contextmanager
 def server(extra: tuple[str, ...] = ()) -> Iterator[str]:
-    """A ``ternmq serve --port 0 [extra...]`` subprocess on a temporary data dir; yields its
-    URL (its pid is ``SERVER_PID[-1]`` meanwhile)."""
+    """A ``ternmq serve --port 0 [extra...]`` subprocess on a temporary data dir, without
+    the STOMP listener; yields its URL (meanwhile its pid is ``SERVER_PID[-1]`` and its HTTP
+    port, for ``/metrics``, ``HTTP_PORT[-1]``)."""
     with tempfile.TemporaryDirectory(prefix="ternmq-bench-") as data:
-        http = _free_port()  # for the commit count of /metrics
+        http = free_port()  # /metrics: the commit count (HTTP_PORT[-1] while it runs)
         proc = subprocess.Popen(
             [
                 sys.executable,

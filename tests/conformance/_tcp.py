@@ -355,14 +355,19 @@ class ServerBroker:
             return ""
 
     # ---- the process -----------------------------------------------------------------
+    def _wanted_ports(self) -> dict[str, int]:
+        """The ports to listen on: those of the first start on a restart, else fresh
+        :func:`stable_port` ones (tcp, and tls if the server has it)."""
+        return self.ports or {
+            "tcp": stable_port(),
+            **({"tls": stable_port()} if self._tls is not None else {}),
+        }
+
     def _spawn(self) -> bool:
         """Start a process and wait for its listening lines; False if it exited first. A
         first start takes ports outside the system's ephemeral range (:func:`stable_port`),
         so that no other process's port 0 can take them while a restart waits for them."""
-        want = self.ports or {
-            "tcp": stable_port(),
-            **({"tls": stable_port()} if self._tls is not None else {}),
-        }
+        want = self._wanted_ports()
         text, _ = server_toml(self._settings, tls=self._tls, tls_port=want.get("tls", 0))
         self.config_path.write_text(text, encoding="utf-8")
         argv = [
@@ -459,10 +464,7 @@ class ThreadServerBroker(ServerBroker):
 
         if self._thread is not None:
             return self
-        want = self.ports or {  # as ServerBroker._spawn: ports no port 0 can take
-            "tcp": stable_port(),
-            **({"tls": stable_port()} if self._tls is not None else {}),
-        }
+        want = self._wanted_ports()
         text, _ = server_toml(self._settings, tls=self._tls, tls_port=want.get("tls", 0))
         self.config_path.write_text(text, encoding="utf-8")
         config = load_config(self.config_path).with_overrides(

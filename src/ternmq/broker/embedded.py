@@ -312,12 +312,10 @@ class EmbeddedBroker(BrokerHost):
     def _try_drain(self) -> None:
         while self._posted and self.lock.acquire(blocking=False):
             try:
-                posted = self._posted
                 if self.broker is None:
-                    posted.clear()
+                    self._posted.clear()
                 else:
-                    while posted:  # _drain, without a call of its own per one-way request
-                        posted.popleft()()
+                    self._drain()
             finally:
                 self.lock.release()
             if self._replies:

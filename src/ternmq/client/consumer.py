@@ -150,11 +150,11 @@ class MessageConsumer:
             if self._closed:
                 return
             buffer = self._buffer
-            if buffer:  # not empty: nobody waits for it (receive() and the listener thread
-                buffer.append(d)  # wait only for an empty buffer, or for a start or close,
-                return  # which notify of their own)
             buffer.append(d)
-            cond.notify_all()
+            # Only a buffer that was empty has waiters to wake: receive() and the listener
+            # thread wait for an empty one to fill (a start or a close notifies by itself).
+            if len(buffer) == 1:
+                cond.notify_all()
 
     def _consumed_one(self, epoch: int) -> None:
         if self._prefetch == 0:
@@ -197,8 +197,7 @@ class MessageConsumer:
             if self._receiving:
                 raise IllegalStateException("another thread is already receiving on this consumer")
             self._receiving = True
-            buffer = self._buffer  # a buffered message: no second round of the lock
-            d = buffer.popleft() if buffer and self._link.started and not self._closed else None
+            d = self._take()  # a buffered message: no second round of the lock
             epoch = ledger.epoch
         try:
             if d is not None:
