@@ -83,6 +83,7 @@ def cpu_seconds(pid: int) -> float:
 SERVER_PID: list[int] = []  # the running server's pid, for its CPU time
 HTTP_PORT: list[int] = []  # the running server's metrics port
 SENT: list[int] = []  # the server's store commits when the last timed sends ended
+CLIENTS_CPU: list[tuple[float, float]] = []  # "2 processes": producer, consumer CPU seconds
 
 
 def store_commits() -> int:
@@ -191,7 +192,8 @@ def run_queue(
 def run_queue_procs(url: str, count: int) -> float:
     """1 -> 1 NON_PERSISTENT with the defaults, the consumer in a process of its own (as a
     user's producer and consumer would be): messages/s, first send to last receive (both
-    processes read ``time.perf_counter``, the system-wide monotonic clock on Linux)."""
+    processes read ``time.perf_counter``, the system-wide monotonic clock on Linux). The
+    CPU each client process used meanwhile goes to ``CLIENTS_CPU``."""
     q = _name()
     proc = subprocess.Popen(
         [sys.executable, __file__, "--consume-only", url, q, str(count)],
@@ -207,9 +209,11 @@ def run_queue_procs(url: str, count: int) -> float:
             producer = session.create_producer(Queue(q))
             producer.delivery_mode = DeliveryMode.NON_PERSISTENT
             start = time.perf_counter()
+            cpu = time.process_time()
             for _ in range(count):
                 producer.send(session.create_text_message(BODY))
-            done = float(proc.stdout.readline())
+            done, consumer_cpu = map(float, proc.stdout.readline().split())
+            CLIENTS_CPU.append((time.process_time() - cpu, consumer_cpu))
         return count / (done - start)
     finally:
         proc.kill()
@@ -220,16 +224,17 @@ def run_queue_procs(url: str, count: int) -> float:
 
 def _consume_only(url: str, queue: str, count: int) -> None:
     """The consumer process of :func:`run_queue_procs`: says ``ready``, then prints the time
-    its last message arrived."""
+    its last message arrived and the CPU seconds it used since it was ready."""
     ready, done = threading.Event(), []
     t = threading.Thread(
         target=consume, args=(ConnectionFactory(url), Queue(queue), count, ready, done)
     )
     t.start()
     ready.wait(10)
+    cpu = time.process_time()
     print("ready", flush=True)
     t.join(LIMIT_S + 5)
-    print(done[0] if done else "nan", flush=True)
+    print(done[0] if done else "nan", time.process_time() - cpu, flush=True)
 
 
 def run_persistent(factory: ConnectionFactory, producers: int, per_producer: int) -> float:
@@ -521,14 +526,18 @@ def main(argv: list[str] | None = None) -> None:
             if args.only not in name:
                 continue
             rates, cpu, per_commit = [], [], []
+            clients: list[tuple[float, ...]] = []
             for _ in range(args.repeat):
                 before = cpu_seconds(pid)
                 commits = store_commits()
                 SENT.clear()
+                CLIENTS_CPU.clear()
                 rates.append(fn())
                 cpu.append((cpu_seconds(pid) - before) / messages * 1e6)
                 if SENT and SENT[-1] > commits >= 0:
                     per_commit.append(messages / (SENT[-1] - commits))
+                if CLIENTS_CPU:
+                    clients.append(tuple(x / messages * 1e6 for x in CLIENTS_CPU[-1]))
             median = statistics.median(rates)
             versus = f"  = {median / floor:.2f} x the durable echo" if "x1" in name else ""
             grouped = (
@@ -536,6 +545,10 @@ def main(argv: list[str] | None = None) -> None:
                 if len(per_commit) == args.repeat
                 else ""
             )
+            if len(clients) == args.repeat:
+                prod = statistics.median(c[0] for c in clients)
+                cons = statistics.median(c[1] for c in clients)
+                grouped += f", producer / consumer process CPU {prod:.1f} / {cons:.1f} us/msg"
             print(
                 f"{name:30s} median {median:>8,.0f} msg/s  "
                 f"(min {min(rates):,.0f}, max {max(rates):,.0f}, n={args.repeat}), "
