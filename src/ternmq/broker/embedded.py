@@ -280,12 +280,37 @@ class EmbeddedBroker(BrokerHost):
         for the lock, hand the GIL back and forth for every message (a lock convoy). The
         request is appended first and the lock only *tried*: whoever holds the lock drains
         the queue before it handles its own request and checks it again after releasing, so
-        nothing is stranded and one connection's requests keep their order.
+        nothing is stranded and one connection's requests keep their order. When the lock is
+        free and nothing is queued (a lone consumer's acknowledgement), the request is handled
+        at once, without being queued.
         """
         broker = self.broker
-        if broker is not None:
-            self._posted.append(functools.partial(broker.handle, conn, req))  # no frame of its own
+        if broker is None:
+            return
+        posted = self._posted
+        lock = self.lock
+        if posted or not lock.acquire(blocking=False):
+            posted.append(functools.partial(broker.handle, conn, req))  # no frame of its own
             self._try_drain()
+            return
+        # The lock was free and nothing waited (the usual case of a consumer's acknowledgement
+        # in the embedded broker): handle it now, with nothing queued.
+        try:
+            broker = self.broker
+            if broker is None:  # stopped meanwhile (as _try_drain)
+                posted.clear()
+            else:
+                if posted:  # by another thread meanwhile: it came first
+                    self._drain()
+                broker.handle(conn, req)
+        finally:
+            lock.release()
+        if self._replies:
+            self._resolve()
+        if posted:
+            self._try_drain()
+        if self._commit_pending:
+            self._commit_due(False)
 
     def _drop(self, conn: BrokerConnection) -> None:
         """The vm connection closed: the broker releases whatever it held."""

@@ -296,6 +296,7 @@ class Connection:
         self._factory = factory
         self._lock = threading.RLock()
         self._state = _State.STOPPED
+        self._delivering = False  # _state is STARTED (read per message: no property call)
         self._failure: JMSException | None = None
         self._sessions: list[Session] = []
         self._consumers: dict[int, MessageConsumer] = {}
@@ -414,7 +415,7 @@ class Connection:
             self._check_open()
             self._lock_client_id()
             was = self._state
-            self._state = _TRANSITIONS[(self._state, "start")]
+            self._enter(_TRANSITIONS[(self._state, "start")])
             sessions = list(self._sessions)
         if was is _State.STOPPED:
             for s in sessions:
@@ -432,7 +433,7 @@ class Connection:
         with self._lock:
             self._check_open()
             self._lock_client_id()
-            self._state = _TRANSITIONS[(self._state, "stop")]
+            self._enter(_TRANSITIONS[(self._state, "stop")])
             sessions = list(self._sessions)
         for s in sessions:
             s._wait_listener_idle()
@@ -440,7 +441,12 @@ class Connection:
     @property
     def started(self) -> bool:
         """True while delivery is on."""
-        return self._state is _State.STARTED
+        return self._delivering
+
+    def _enter(self, state: _State) -> None:
+        """Under ``_lock``: the connection is in ``state`` now."""
+        self._state = state
+        self._delivering = state is _State.STARTED
 
     def close(self) -> None:
         """Close the connection: wait for running listeners, close every session (rolling back
@@ -467,7 +473,7 @@ class Connection:
             refused = s._close(from_connection=True)
             refusal = refusal or refused
         with self._lock:
-            self._state = _TRANSITIONS[(self._state, "close")]
+            self._enter(_TRANSITIONS[(self._state, "close")])
         transport, reconnecting = self._route.end_close()
         try:
             if self._failure is None and not reconnecting:
@@ -628,7 +634,7 @@ class Connection:
                 self._sessions.remove(session)
 
     def _on_event(self, cmd: c.Command) -> None:
-        if isinstance(cmd, c.Deliver):
+        if type(cmd) is c.Deliver:  # the hot case first, without a subclass check
             consumer = self._consumers.get(cmd.consumer_id)
             if consumer is not None:
                 consumer._push(cmd)
@@ -653,7 +659,7 @@ class Connection:
             if self._state is _State.CLOSED:
                 return
             self._failure = exc
-            self._state = _State.CLOSED
+            self._enter(_State.CLOSED)
             sessions = list(self._sessions)
         for s in sessions:
             s._abort()
