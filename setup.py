@@ -42,6 +42,7 @@ COMPILED = [
     "src/ternmq/broker/clock.py",
     "src/ternmq/client/_hot.py",
     "src/ternmq/client/_ledger.py",
+    "src/ternmq/client/_route.py",
     "src/ternmq/transport/vm.py",
 ]
 MYPY = "mypy>=1.10"

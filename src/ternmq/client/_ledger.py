@@ -18,6 +18,14 @@ to the broker, so that only messages the application saw count as delivery attem
 attribute: a ``JMSContext`` wraps it once for ``receive_body``), and
 :meth:`DeliveryLedger.after_receive` the automatic acknowledgement after it.
 
+The per-message work of the consumers is here, compiled with the rest of this module
+(``setup.py``'s COMPILED), while the public ``MessageConsumer`` stays interpreted: each
+consumer binds :meth:`DeliveryLedger.push` (a delivery into its buffer),
+:meth:`DeliveryLedger.take` (the next one out) and :meth:`DeliveryLedger.receive_buffered`
+(``receive``'s fast path: take, hand over and acknowledge a buffered delivery in one call,
+with one round of the lock) to itself, and :meth:`DeliveryLedger.consumed_one` counts the
+credit each hand-over returns.
+
 Failover: :attr:`DeliveryLedger.epoch` counts the links the session has lived on. Delivery
 ids are only meaningful on the link that made them, so every id leaves with the epoch it was
 read in (``unacked`` and the buffers are emptied, and the epoch bumped, in one critical

@@ -7,7 +7,8 @@ to the prefetch window, and every message handed to the application returns one 
 
 A consumer holds its session's collaborators directly (STYLE rule 4, and per message no trip
 through the session): the :class:`~ternmq.client._ledger.DeliveryLedger` (the session's lock,
-the hand-over path and the acknowledgements, cached as bound methods) and the
+the buffers, the hand-over path and the acknowledgements, cached as bound methods; the
+per-message work is there, compiled, and ``receive`` first tries its fast path) and the
 :class:`~ternmq.client._listener.ListenerThread`. What it needs of the session itself is the
 small :class:`ConsumerSession` protocol, so this module does not import the session's.
 """
