@@ -40,6 +40,7 @@ COMPILED = [
     "src/ternmq/broker/_gate.py",
     "src/ternmq/broker/_records.py",
     "src/ternmq/broker/clock.py",
+    "src/ternmq/broker/_posting.py",
     "src/ternmq/client/_hot.py",
     "src/ternmq/client/_ledger.py",
     "src/ternmq/client/_route.py",
