@@ -22,23 +22,39 @@ from __future__ import annotations
 
 import collections
 import functools
-import threading
 from collections.abc import Callable, Sized
 from typing import Protocol
 
 from ternmq.broker.engine import Broker, BrokerConnection
 from ternmq.protocol import commands as c
 
-__all__ = ["PostingHost", "post"]
+__all__ = ["OwnerLock", "PostingHost", "post"]
+
+
+class OwnerLock(Protocol):
+    """The embedded broker's lock (a ``threading.Lock``; this module takes no thread of
+    its own: the house rule for ``broker/``)."""
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """Take the lock; with ``blocking`` False only if it is free. True if taken."""
+        ...
+
+    def release(self) -> None:
+        """Let go of the lock."""
+        ...
 
 
 class PostingHost(Protocol):
     """What :func:`post` needs of the embedded broker (an ``EmbeddedBroker``)."""
 
     broker: Broker | None
-    lock: threading.Lock
     _posted: collections.deque[Callable[[], None]]
     _commit_pending: bool
+
+    @property
+    def lock(self) -> OwnerLock:
+        """The lock that owns the broker."""
+        ...
 
     @property
     def _replies(self) -> Sized:
