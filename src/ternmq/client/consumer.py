@@ -81,8 +81,10 @@ class MessageConsumer:
         # interpreted frame between the connection's reader and the buffer, nor between
         # receive() and a buffered message
         self._push: Callable[[c.Deliver], None] = functools.partial(ledger.push, self)
-        self._receive_buffered = functools.partial(ledger.receive_buffered, self)
-        self._take = functools.partial(ledger.take, self)
+        self._receive_buffered: Callable[[], Message | None] = functools.partial(
+            ledger.receive_buffered, self
+        )
+        self._take: Callable[[], c.Deliver | None] = functools.partial(ledger.take, self)
         self._listener_thread = listener_thread
         self._id = cid
         self._destination = destination
