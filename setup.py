@@ -40,8 +40,10 @@ COMPILED = [
     "src/ternmq/broker/_gate.py",
     "src/ternmq/broker/_records.py",
     "src/ternmq/broker/clock.py",
+    "src/ternmq/broker/_posting.py",
     "src/ternmq/client/_hot.py",
     "src/ternmq/client/_ledger.py",
+    "src/ternmq/client/_route.py",
     "src/ternmq/transport/vm.py",
 ]
 MYPY = "mypy>=1.10"

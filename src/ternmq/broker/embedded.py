@@ -46,12 +46,12 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
-import functools
 import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
+from ternmq.broker._posting import post
 from ternmq.broker.clock import Clock
 from ternmq.broker.config import BrokerConfig
 from ternmq.broker.engine import BrokerConnection
@@ -139,7 +139,8 @@ class EmbeddedBroker(BrokerHost):
         self.lock = threading.Lock()
         self._timer: threading.Thread | None = None
         self._timer_wake = threading.Condition(threading.Lock())
-        # One-way requests (acks, credit) wait here until a thread holds the lock; see _post.
+        # One-way requests (acks, credit) wait here until a thread holds the lock; see
+        # broker/_posting.py.
         self._posted: collections.deque[Callable[[], None]] = collections.deque()
         # The owner store announced a batch; the thread that released the lock writes it.
         self._commit_pending = False
@@ -274,18 +275,9 @@ class EmbeddedBroker(BrokerHost):
             self._commit_due(False)
 
     def _post(self, conn: BrokerConnection, req: c.Request) -> None:
-        """Queue a one-way request without ever blocking on the broker lock.
-
-        A consumer acknowledging while a producer is inside the broker would otherwise wait
-        for the lock, hand the GIL back and forth for every message (a lock convoy). The
-        request is appended first and the lock only *tried*: whoever holds the lock drains
-        the queue before it handles its own request and checks it again after releasing, so
-        nothing is stranded and one connection's requests keep their order.
-        """
-        broker = self.broker
-        if broker is not None:
-            self._posted.append(functools.partial(broker.handle, conn, req))  # no frame of its own
-            self._try_drain()
+        """Have the broker handle the one-way ``req`` of ``conn`` without ever blocking on
+        the lock (``broker/_posting.py``, compiled, which ``VmTransport`` calls directly)."""
+        post(self, conn, req)
 
     def _drop(self, conn: BrokerConnection) -> None:
         """The vm connection closed: the broker releases whatever it held."""

@@ -18,6 +18,14 @@ to the broker, so that only messages the application saw count as delivery attem
 attribute: a ``JMSContext`` wraps it once for ``receive_body``), and
 :meth:`DeliveryLedger.after_receive` the automatic acknowledgement after it.
 
+The per-message work of the consumers is here, compiled with the rest of this module
+(``setup.py``'s COMPILED), while the public ``MessageConsumer`` stays interpreted: each
+consumer binds :meth:`DeliveryLedger.push` (a delivery into its buffer),
+:meth:`DeliveryLedger.take` (the next one out) and :meth:`DeliveryLedger.receive_buffered`
+(``receive``'s fast path: take, hand over and acknowledge a buffered delivery in one call,
+with one round of the lock) to itself, and :meth:`DeliveryLedger.consumed_one` counts the
+credit each hand-over returns.
+
 Failover: :attr:`DeliveryLedger.epoch` counts the links the session has lived on. Delivery
 ids are only meaningful on the link that made them, so every id leaves with the epoch it was
 read in (``unacked`` and the buffers are emptied, and the epoch bumped, in one critical
@@ -110,6 +118,77 @@ class DeliveryLedger:
         self._ack_hook = self.acknowledge_all if mode == CLIENT else self.check_ack_open
         self.hand_over: HandOver = self._hand_over
 
+    # ---- the buffers: deliveries in, buffered ones out ------------------------------------
+    def push(self, consumer: ConsumerPort, d: c.Deliver) -> None:
+        """Buffer ``d`` for ``consumer`` (the connection's reader: a delivery arrived)."""
+        lock = self.lock  # the bare lock: its ``with`` is C; notify_all below needs it held
+        with lock:
+            if consumer._closed:
+                return
+            buffer = consumer._buffer
+            buffer.append(d)
+            # Only a buffer that was empty has waiters to wake: receive() and the listener
+            # thread wait for an empty one to fill (a start or a close notifies by itself).
+            if len(buffer) == 1:
+                self.cond.notify_all()
+
+    def take(self, consumer: ConsumerPort) -> c.Deliver | None:
+        """Under the lock: pop ``consumer``'s next buffered delivery if its connection is
+        started (and it is open), else None."""
+        buffer = consumer._buffer
+        if buffer and self.link._delivering and not consumer._closed:
+            return buffer.popleft()
+        return None
+
+    def receive_buffered(self, consumer: ConsumerPort) -> Message | None:
+        """``receive``'s fast path: when ``consumer`` is open, has no listener, nobody else
+        receives on it and a delivery is buffered, hand that delivery over and acknowledge
+        it automatically (AUTO, DUPS_OK) in one call, with one round of the lock. None in
+        every other case (nothing buffered, closed, a listener, another receiver, expired):
+        the caller then takes the full path, which raises or waits as it must.
+
+        Raises:
+            whatever the hand-over raises (a JMSContext's ``receive_body``).
+        """
+        if consumer._closed or consumer._listener is not None:
+            return None
+        if self._session._closed or self.link._failure is not None:
+            return None
+        lock = self.lock
+        with lock:
+            if consumer._receiving:
+                return None
+            d = self.take(consumer)
+            if d is None:
+                return None
+            consumer._receiving = True
+            epoch = self.epoch
+        try:
+            msg = self.hand_over(consumer, d, epoch)
+            if msg is not None:
+                self.after_receive(d.delivery_id, epoch)
+        finally:
+            # Outside the lock: a flag write is atomic, and a close() that waits for it
+            # counted itself in ``closers`` under the lock before it checked the flag.
+            consumer._receiving = False
+            if self.closers:  # close() waits for pending receives (CONS-15)
+                with self.cond:
+                    self.cond.notify_all()
+        return msg
+
+    def consumed_one(self, consumer: ConsumerPort, epoch: int) -> None:
+        """One message of ``consumer``, read in ``epoch``, was handed out (or expired):
+        return its credit, in batches of half the prefetch window."""
+        prefetch = consumer._prefetch
+        if prefetch == 0:
+            return
+        n = consumer._consumed + 1
+        if n >= max(1, prefetch // 2):
+            consumer._consumed = 0
+            self.link.oneway(c.Credit(consumer_id=consumer._id, messages=n), self, epoch)
+        else:
+            consumer._consumed = n
+
     # ---- hand-over: the one path from buffer to application ------------------------------
     def _hand_over(self, consumer: ConsumerPort, d: c.Deliver, epoch: int) -> Message | None:
         """Turn a delivery read in ``epoch`` into the application's message, or None if it
@@ -120,7 +199,7 @@ class DeliveryLedger:
             return None
         if d.expiration and conn.clock.now_ms() >= d.expiration:
             conn.oneway(c.Expired(session_id=self._id, delivery_ids=[d.delivery_id]), self, epoch)
-            consumer._consumed_one(epoch)
+            self.consumed_one(consumer, epoch)
             return None
         msg = decode_message(d.message)
         props = msg._properties
@@ -144,7 +223,7 @@ class DeliveryLedger:
                     return None
                 self.unacked.append((d.delivery_id, consumer))
                 self.tx_work = True
-        consumer._consumed_one(epoch)
+        self.consumed_one(consumer, epoch)
         return msg
 
     def after_receive(self, did: int, epoch: int) -> None:

@@ -102,6 +102,7 @@ class Link(Requests, Protocol):
     pickle_budget: PickleBudget
     _failure: JMSException | None
     _listener_threads: set[int]
+    _delivering: bool  # ``started`` as a plain attribute, for the per-message paths
 
     @property
     def started(self) -> bool:
@@ -128,11 +129,10 @@ class ConsumerPort(Protocol):
     _id: int
     _buffer: collections.deque[c.Deliver]
     _consumed: int
+    _prefetch: int
     _listener: MessageListener | None
-
-    def _consumed_one(self, epoch: int) -> None:
-        """One message of ``epoch`` was handed out (or expired): return credit."""
-        ...
+    _closed: bool
+    _receiving: bool  # a receive() call is in progress on it
 
 
 class SessionState(Protocol):

@@ -35,6 +35,7 @@ from ternmq.client._failover import (
     parse_failover_url,
 )
 from ternmq.client._metadata import ConnectionMetaData
+from ternmq.client._route import DirectRoute
 from ternmq.client._util import check_reply, parse_url
 from ternmq.client.context import JMSContext
 from ternmq.client.session import Session
@@ -51,10 +52,9 @@ from ternmq.transport._options import flag_option
 
 if TYPE_CHECKING:
     from ternmq.broker.clock import Clock
-    from ternmq.client._types import Bound, OnewayFn, RequestFn, Route, SubmitFn
+    from ternmq.client._types import OnewayFn, RequestFn, Route, SubmitFn
     from ternmq.client.consumer import MessageConsumer
     from ternmq.transport._base import Transport
-    from ternmq.transport._pending import PendingReply
     from ternmq.transport.tcp import TcpOptions
 
 __all__ = ["Connection", "ConnectionFactory", "ConnectionMetaData"]
@@ -236,58 +236,6 @@ class ConnectionFactory:
         return JMSContext._create(self, user, password, session_mode)
 
 
-class _DirectRoute:
-    """A plain connection's requests: straight over its one transport."""
-
-    def __init__(self, transport: Transport) -> None:
-        self.transport = transport
-        self._submit = transport.submit
-        self._send_oneway = transport.send_oneway
-        self.flush = transport.flush
-        self.next_corr = transport.next_corr
-
-    def request(self, req: c.Request, bound: Bound | None = None, epoch: int = 0) -> c.Reply:
-        """Send a request to the broker and return its reply (no error check); ``bound``
-        and ``epoch`` matter to failover only.
-
-        Raises:
-            JMSException: the link is lost or closed.
-        """
-        return self.submit(req).result()
-
-    def submit(self, req: c.Request, lazy: bool = False) -> PendingReply:
-        """Send a request without waiting; its reply (or the link's failure) resolves the
-        returned handle. ``lazy``: over a network the request may wait a moment for company
-        (waiting on the handle writes it at once).
-
-        Raises:
-            JMSException: the link is already lost or closed.
-        """
-        try:
-            return self._submit(req, lazy)
-        except JMSException:
-            raise
-        except OSError as exc:
-            raise JMSException(f"broker link failed: {exc}", linked_exception=exc) from exc
-
-    def oneway(
-        self, req: c.Request, bound: Bound | None = None, epoch: int = 0, lazy: bool = False
-    ) -> None:
-        """Send a request that needs no reply (dropped if the link is lost); ``lazy`` as for
-        :meth:`submit`. Raises nothing."""
-        self._send_oneway(req, lazy)
-
-    def ready(self) -> None:
-        """Nothing to arm: a lost link fails the connection (``ConnectionFailed``)."""
-
-    def start_close(self) -> None:
-        """Nothing waits for a link here."""
-
-    def end_close(self) -> tuple[Transport, bool]:
-        """The link to close; never reconnecting."""
-        return self.transport, False
-
-
 class Connection:
     """A connection to a broker (classic API). Create it with
     :meth:`ConnectionFactory.create_connection`; it starts in stopped mode (CONN-10)."""
@@ -296,6 +244,7 @@ class Connection:
         self._factory = factory
         self._lock = threading.RLock()
         self._state = _State.STOPPED
+        self._delivering = False  # _state is STARTED (read per message: no property call)
         self._failure: JMSException | None = None
         self._sessions: list[Session] = []
         self._consumers: dict[int, MessageConsumer] = {}
@@ -322,7 +271,7 @@ class Connection:
             if self._failover is not None:
                 route = FailoverRoute(self._failover, self)
             else:
-                route = _DirectRoute(factory._transport(self._on_event))
+                route = DirectRoute(factory._transport(self._on_event))
         except JMSException:
             raise
         except OSError as exc:
@@ -356,7 +305,7 @@ class Connection:
             self._client_id = factory.client_id
         route.ready()
 
-    # Bound to the route's methods in __init__ (documented there: _DirectRoute and
+    # Bound to the route's methods in __init__ (documented there: DirectRoute and
     # FailoverRoute): send a request and wait for its reply; send without waiting; send
     # expecting no reply; write what lazy requests left waiting; a fresh correlation number.
     request: RequestFn
@@ -414,7 +363,7 @@ class Connection:
             self._check_open()
             self._lock_client_id()
             was = self._state
-            self._state = _TRANSITIONS[(self._state, "start")]
+            self._enter(_TRANSITIONS[(self._state, "start")])
             sessions = list(self._sessions)
         if was is _State.STOPPED:
             for s in sessions:
@@ -432,7 +381,7 @@ class Connection:
         with self._lock:
             self._check_open()
             self._lock_client_id()
-            self._state = _TRANSITIONS[(self._state, "stop")]
+            self._enter(_TRANSITIONS[(self._state, "stop")])
             sessions = list(self._sessions)
         for s in sessions:
             s._wait_listener_idle()
@@ -440,7 +389,12 @@ class Connection:
     @property
     def started(self) -> bool:
         """True while delivery is on."""
-        return self._state is _State.STARTED
+        return self._delivering
+
+    def _enter(self, state: _State) -> None:
+        """Under ``_lock``: the connection is in ``state`` now."""
+        self._state = state
+        self._delivering = state is _State.STARTED
 
     def close(self) -> None:
         """Close the connection: wait for running listeners, close every session (rolling back
@@ -467,7 +421,7 @@ class Connection:
             refused = s._close(from_connection=True)
             refusal = refusal or refused
         with self._lock:
-            self._state = _TRANSITIONS[(self._state, "close")]
+            self._enter(_TRANSITIONS[(self._state, "close")])
         transport, reconnecting = self._route.end_close()
         try:
             if self._failure is None and not reconnecting:
@@ -628,7 +582,7 @@ class Connection:
                 self._sessions.remove(session)
 
     def _on_event(self, cmd: c.Command) -> None:
-        if isinstance(cmd, c.Deliver):
+        if type(cmd) is c.Deliver:  # the hot case first, without a subclass check
             consumer = self._consumers.get(cmd.consumer_id)
             if consumer is not None:
                 consumer._push(cmd)
@@ -653,7 +607,7 @@ class Connection:
             if self._state is _State.CLOSED:
                 return
             self._failure = exc
-            self._state = _State.CLOSED
+            self._enter(_State.CLOSED)
             sessions = list(self._sessions)
         for s in sessions:
             s._abort()

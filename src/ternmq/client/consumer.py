@@ -7,7 +7,8 @@ to the prefetch window, and every message handed to the application returns one 
 
 A consumer holds its session's collaborators directly (STYLE rule 4, and per message no trip
 through the session): the :class:`~ternmq.client._ledger.DeliveryLedger` (the session's lock,
-the hand-over path and the acknowledgements, cached as bound methods) and the
+the buffers, the hand-over path and the acknowledgements, cached as bound methods; the
+per-message work is there, compiled, and ``receive`` first tries its fast path) and the
 :class:`~ternmq.client._listener.ListenerThread`. What it needs of the session itself is the
 small :class:`ConsumerSession` protocol, so this module does not import the session's.
 """
@@ -15,9 +16,10 @@ small :class:`ConsumerSession` protocol, so this module does not import the sess
 from __future__ import annotations
 
 import collections
+import functools
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from ternmq.client._types import MessageListener, SessionState
@@ -75,6 +77,14 @@ class MessageConsumer:
         # the one hand-over path (a JMSContext wraps it before any consumer exists)
         self._hand_over = ledger.hand_over
         self._after_receive = ledger.after_receive
+        # per message, the ledger's (compiled) functions with this consumer bound: no
+        # interpreted frame between the connection's reader and the buffer, nor between
+        # receive() and a buffered message
+        self._push: Callable[[c.Deliver], None] = functools.partial(ledger.push, self)
+        self._receive_buffered: Callable[[], Message | None] = functools.partial(
+            ledger.receive_buffered, self
+        )
+        self._take: Callable[[], c.Deliver | None] = functools.partial(ledger.take, self)
         self._listener_thread = listener_thread
         self._id = cid
         self._destination = destination
@@ -144,25 +154,9 @@ class MessageConsumer:
         self._session._check_open()
 
     # ---- buffer --------------------------------------------------------------------------
-    def _push(self, d: c.Deliver) -> None:
-        cond = self._cond
-        with cond:
-            if self._closed:
-                return
-            buffer = self._buffer
-            buffer.append(d)
-            # Only a buffer that was empty has waiters to wake: receive() and the listener
-            # thread wait for an empty one to fill (a start or a close notifies by itself).
-            if len(buffer) == 1:
-                cond.notify_all()
-
-    def _consumed_one(self, epoch: int) -> None:
-        if self._prefetch == 0:
-            return
-        self._consumed += 1
-        if self._consumed >= max(1, self._prefetch // 2):
-            n, self._consumed = self._consumed, 0
-            self._link.oneway(c.Credit(consumer_id=self._id, messages=n), self._ledger, epoch)
+    # ``_push(d)`` (buffer a delivery: the connection's reader) and ``_take()`` (under the
+    # session lock: the next buffered delivery if the connection is started) are the
+    # ledger's ``push`` and ``take``, bound in __init__.
 
     def _grant_initial_credit(self) -> None:
         if not self._credit_granted and not self._closed:
@@ -186,7 +180,10 @@ class MessageConsumer:
         """
         if timeout is not None and timeout < 0:
             raise ValueError("receive timeout must be >= 0 seconds (or None to wait forever)")
-        self._check_open()
+        msg = self._receive_buffered()  # a buffered message, handed over and acknowledged
+        if msg is not None:
+            return msg
+        self._check_open()  # the full path: checks, waits, pulls
         if self._listener is not None:
             raise IllegalStateException(
                 "this consumer has a message listener: receive() is not allowed"
@@ -261,12 +258,6 @@ class MessageConsumer:
                 continue
             self._after_receive(d.delivery_id, epoch)
             return msg
-
-    def _take(self) -> c.Deliver | None:
-        """Under the session lock: pop the next buffered delivery if the connection is started."""
-        if self._buffer and self._link.started and not self._closed:
-            return self._buffer.popleft()
-        return None
 
     def _pull(self, n: int, wait: bool) -> None:
         try:

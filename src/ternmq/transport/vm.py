@@ -7,7 +7,8 @@ A :class:`VmTransport` is the client side of an
 broker side and the reasons for its design). It carries the same request values as the
 network protocol but hands them to the embedded broker, which runs them on the caller's
 thread, under its lock: :meth:`VmTransport.submit` when a reply is awaited,
-:meth:`VmTransport.send_oneway` (queued, never blocking on the lock) when none is.
+:meth:`VmTransport.send_oneway` (``broker/_posting.py``'s ``post``: never blocking on the
+lock) when none is.
 
 The broker's output comes back through :meth:`VmTransport._emit`, under the broker's lock:
 events (deliveries, failures) go to the client's callback, which only appends to buffers; a
@@ -21,6 +22,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
+from ternmq.broker._posting import post
 from ternmq.broker.clock import Clock
 from ternmq.broker.embedded import EmbeddedBroker
 from ternmq.errors import JMSException
@@ -93,7 +95,7 @@ class VmTransport:
     def send_oneway(self, req: c.Request, lazy: bool = False) -> None:
         """Send ``req`` without waiting (its ``corr`` is 0: the broker sends no reply).
         ``lazy`` means nothing in-process."""
-        self.embedded._post(self._conn, req)
+        post(self.embedded, self._conn, req)  # compiled, as this module
 
     def flush(self) -> None:
         """Nothing waits here (``lazy`` means nothing in-process)."""
