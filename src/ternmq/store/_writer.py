@@ -180,9 +180,10 @@ class GroupCommitWriter:
                 raise JMSException("the store is closed")
             self._queue.append((ops, token))
             self.batches += 1
-            # While an owner commit runs, batches only queue: it hands them to the writer.
-            if not self._inline_busy:
-                if self._due_hook is None or not (self._thread is None or self._waiting):
+            # While an owner commit runs, batches only queue: it hands them to the writer. A
+            # working writer takes the queue next: nothing to wake (under load, most sends).
+            if not self._inline_busy and (self._thread is None or self._waiting):
+                if self._due_hook is None:
                     self._wake_writer()
                 elif not self._due:  # the writer is idle: the owner decides in commit_due
                     self._due = True
