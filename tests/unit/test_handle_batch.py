@@ -222,3 +222,67 @@ def test_one_entry_releases_the_output_once_for_requests_that_write_nothing() ->
     assert n == 5
     # 5 replies and 2 deliveries (prefetch 3), all released after the fifth request
     assert released[count:] == [5] * 7
+
+
+def test_a_one_request_read_answers_as_handle_would() -> None:
+    # The usual read of a synchronous client holds one request: handle_batch takes a short
+    # path for it, with the same answers (an error, a quiet send's refusal, a Disconnect).
+    singles: list[c.Request] = [
+        _send(10, persistent=True),
+        _send(11, "queue://"),  # not a destination: Error
+        _send(0, "queue://", quiet=True),  # refused quietly: SendFailed
+        c.Send(corr=12, session_id=9, destination=Q, message=b""),  # no such session: Error
+        c.Disconnect(corr=13),
+    ]
+    answers = []
+    for req in singles:
+        out, n, h = _same(EngineHarness, SETUP, [req])
+        assert n == 1
+        answers.append(type(out[-1]))
+    assert answers == [c.Ok, c.Error, c.SendFailed, c.Error, c.Ok]
+    assert next(iter(h.broker.connections.values()), None) is None  # Disconnect closed it
+
+
+class _Later(MemoryStore):
+    """A store that answers as a disk store does: a batch is durable when the test says."""
+
+    synchronous = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tokens: list[int] = []
+        self.report: Callable[[list[int], BaseException | None], None] | None = None
+
+    def submit(self, ops: Sequence[Op], token: int) -> None:
+        """Keep the batch (written at once) and its token until :meth:`commit`."""
+        self.write(ops)
+        self.tokens.append(token)
+
+    def set_completion(self, callback: Callable[[list[int], BaseException | None], None]) -> None:
+        """Where :meth:`commit` reports."""
+        self.report = callback
+
+    def commit(self) -> None:
+        """Report every batch kept so far as durable."""
+        tokens, self.tokens = self.tokens, []
+        assert self.report is not None
+        self.report(tokens, None)
+
+
+def test_submitted_counts_the_store_batches_a_read_made_and_replies_wait_for_them() -> None:
+    # A gateway compares Broker.submitted around a read to know whether its reply waits for
+    # a commit (the server's owner commit, ``due_awaited``).
+    store = _Later()
+    h = EngineHarness(store=store)
+    out: list[c.Command] = []
+    conn = h.broker.connect(out.append)
+    for req in SETUP[:2]:
+        h.broker.handle(conn, req)
+    before = h.broker.submitted
+    assert h.broker.handle_batch(conn, [_send(10, persistent=True)]) == 1
+    assert h.broker.submitted == before + 1
+    assert h.broker.handle_batch(conn, [_send(11)]) == 1  # non-persistent: no batch
+    assert h.broker.submitted == before + 1
+    assert not [x for x in out if isinstance(x, c.Ok) and x.corr >= 10]  # behind the commit
+    store.commit()
+    assert [x.corr for x in out if isinstance(x, c.Ok)][-2:] == [10, 11]

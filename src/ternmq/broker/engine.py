@@ -217,6 +217,9 @@ class Broker:
         self._gate = OutputGate(self._take_back)
         self._pending = self._gate.pending
         self._tokens = self._gate.tokens
+        # Batches handed to an asynchronous store so far: a gateway compares it around a
+        # request to see whether the request's reply waits for a commit.
+        self.submitted = 0
         self._to_page: list[Entry] = []
         self._unstored: list[Entry] = []  # entries whose message this batch makes durable
         self._removed: list[Entry] = []  # entries whose message this batch removes (acked)
@@ -317,6 +320,14 @@ class Broker:
         processed: the caller closes the socket once the output is out. With
         ``stop_on_error`` (a protocol whose errors end the connection, as STOMP's do) the
         requests after one answered with ``Error`` or ``SendFailed`` are not processed either."""
+        if len(reqs) == 1:
+            # The usual read of a synchronous client (64 producers on 64 connections: every
+            # read is one send): no batch bookkeeping, one _flush for its store batch and output.
+            try:
+                self._handle_one(conn, reqs[0])
+            finally:
+                self._flush()
+            return 1
         n = 0
         try:
             for req in reqs:
@@ -355,7 +366,8 @@ class Broker:
                 self.request_check(conn, req)
             handler = self._handlers[type(req)]
             reply = handler(self, conn, req)
-            self._dispatch_dirty()
+            if self._dirty:
+                self._dispatch_dirty()
             if self._parked and not isinstance(req, c.Send):
                 self._unblock(self.clock.now_ms())
                 self._dispatch_dirty()
@@ -365,7 +377,10 @@ class Broker:
             self._dispatch_dirty()
             reply = c.Error(corr=req.corr, kind=_jms_kind(exc), message=str(exc))
         if reply is not None:
-            self._answer(conn, req, reply)
+            if req.corr:  # _answer's common case, without the call
+                self._out.append((conn, reply))
+            else:
+                self._answer(conn, req, reply)
 
     def _answer(self, conn: BrokerConnection, req: c.Request, reply: c.Reply) -> None:
         """Queue ``reply`` to ``req`` for ``conn``: a request without ``corr`` gets none, but
@@ -826,13 +841,18 @@ class Broker:
         return None
 
     def _on_send(self, conn: BrokerConnection, req: c.Send) -> c.Reply | None:
-        s = self._session(conn, req.session_id)
+        s = conn.sessions.get(req.session_id)  # (self._session without the call: per send)
+        if s is None:
+            raise IllegalStateException(f"session {req.session_id} is closed")
         # Validate now so a transacted send to a bad destination fails at send() (PROD-02).
         dest = self.check_send(conn, req)
         dup_id = req.duplicate_id
         if dup_id is not None:
             self._dedup.check_id(dup_id)
-        if self.populate_user_id or _names_user(req.message):  # PROP-23: never the client's
+        msg = req.message  # PROP-23: a JMSXUserID is never the client's (_names_user, inline)
+        if self.populate_user_id or (
+            _USER_ID in msg if len(msg) <= _SCAN_WHOLE else _names_user(msg)
+        ):
             req = self.stamp_user(conn, req)
         if s.transacted:
             s.tx_sends.append(req)
@@ -884,15 +904,20 @@ class Broker:
             )
         if not 0 <= req.priority <= 9:
             raise JMSException(f"priority {req.priority} is outside 0..9")
-        try:
-            dest = self.resolve(req.destination)
-        except JMSException as exc:
-            raise InvalidDestinationException(str(exc)) from exc
+        # The calls of resolve, authorize and queue are made only when they have work to do:
+        # this runs for every message.
+        dest = self._dest_cache.get(req.destination)
+        if dest is None:
+            try:
+                dest = self.resolve(req.destination)
+            except JMSException as exc:
+                raise InvalidDestinationException(str(exc)) from exc
         if not dest_ok:
-            self.authorize(conn, "send", dest)
+            if self.authorizer is not None:
+                self.authorize(conn, "send", dest)
             if dest.is_topic:
                 self._topic(dest)
-            else:
+            elif dest not in self.queues:
                 self.queue(dest)
         return dest
 
@@ -1086,7 +1111,7 @@ class Broker:
             )
         if stored.delivery_time > now:
             self.add_timer(stored.delivery_time, q)
-        else:
+        elif q.consumers:  # (with none, _dispatch has nothing to do: a new one marks it)
             self._dirty.add(q)
         if stored.expiration:
             self.arm_reaper(now)
@@ -1749,6 +1774,7 @@ class Broker:
         if ops:
             token = next(self._tokens)
             self._pending.append([token, False, None, out, to_page, unstored, removed])
+            self.submitted += 1
             store.submit(ops, token)
         elif self._pending:
             if out:

@@ -48,21 +48,11 @@ from ternmq.server.admission import PasswordCheck
 from ternmq.server.config import Limits
 from ternmq.server.logs import log_event
 
-__all__ = ["ConnectionHost", "GatewayConnection", "OwnerBatches", "Wire"]
+__all__ = ["ConnectionHost", "GatewayConnection", "Wire"]
 
 log = logging.getLogger("ternmq.server")
 
 Verdict = Callable[[str | None], None]
-
-
-class OwnerBatches(Protocol):
-    """The part of an owner-commit store a gateway reads: how many batches it received (a
-    request that made one awaits a commit: see ``BrokerServer._commit_due``)."""
-
-    @property
-    def batches(self) -> int:
-        """Batches received so far."""
-        ...
 
 
 class Wire(Protocol):
@@ -121,8 +111,9 @@ class ConnectionHost(Protocol):
         ...
 
     @property
-    def owner_store(self) -> OwnerBatches | None:
-        """The store whose small commits the loop writes itself, if any."""
+    def owner_store(self) -> object | None:
+        """The store whose small commits the loop writes itself, if any (a gateway asks only
+        whether there is one: ``Broker.submitted`` tells whether a request made a batch)."""
         ...
 
     due_awaited: bool
@@ -247,15 +238,15 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
             return False
         if req.corr:
             self._awaiting()
-        store = self.host.owner_store if req.corr else None  # one-way: nobody waits
-        batches = 0 if store is None else store.batches
+        owner = req.corr and self.host.owner_store is not None  # one-way: nobody waits
+        submitted = broker.submitted
         try:
             broker.handle(conn, req)
         except Exception as exc:  # a bug in the engine: this connection only pays for it
             log.exception("event=internal_error peer=%s request=%s", self.peer, type(req).__name__)
             self.fail(f"internal error handling {type(req).__name__}: {type(exc).__name__}")
             return False
-        if store is not None and store.batches != batches:
+        if owner and broker.submitted != submitted:
             self.host.due_awaited = True
         return True
 
@@ -272,11 +263,14 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
         for req in reqs:
             if req.corr:
                 awaited += 1
-        if awaited:
-            self._inflight += awaited - 1
-            self._awaiting()
-        store = self.host.owner_store if awaited else None
-        batches = 0 if store is None else store.batches
+        if awaited:  # (_awaiting for all of them, without a call per read)
+            self._inflight += awaited
+            if self._inflight >= self._max_inflight:
+                self._pause("inflight")  # their replies wait for the store: stop reading
+        # Whether they made a store batch (their replies then wait for a commit): the
+        # broker's count of submitted batches, an attribute, read around the entry.
+        owner = awaited and self.host.owner_store is not None
+        submitted = broker.submitted
         try:
             n = broker.handle_batch(conn, reqs, stop_on_error=stop_on_error)
         except Exception as exc:  # a bug in the engine: this connection only pays for it
@@ -287,7 +281,7 @@ class GatewayConnection(asyncio.Protocol, abc.ABC):
             for req in reqs[n:]:  # never processed: never answered
                 if req.corr:
                     self._inflight -= 1
-        if store is not None and store.batches != batches:
+        if owner and broker.submitted != submitted:
             self.host.due_awaited = True
         return n
 

@@ -129,7 +129,9 @@ class NativeConnection(GatewayConnection):
         try:
             if reqs and self.wire.state is _OPEN:
                 n = self._submit_batch(reqs)
-                if n > 0:
+                conn = self.conn
+                # (_after has work only when the connection ends: not called per read)
+                if n > 0 and conn is not None and (conn.closed or conn.held_disconnect is not None):
                     self._after(reqs[n - 1])
         finally:
             self.host.rearm()
@@ -210,7 +212,11 @@ class NativeConnection(GatewayConnection):
         """The engine's output callback: never calls back into the engine."""
         if self.wire.state is _CLOSED:
             return
-        self._write(encode(cmd))
+        # _write and _replied without the calls: this runs for every frame the broker sends.
+        self._out.append(encode(cmd))
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.host.flush_soon(self)
         t = type(cmd)
         if t is c.Deliver or t is c.SendFailed:
             return
@@ -220,7 +226,9 @@ class NativeConnection(GatewayConnection):
         corr: int = cmd.corr  # type: ignore[union-attr]
         self._last_reply_corr = corr
         if corr:
-            self._replied()
+            self._inflight -= 1
+            if self._paused and self._inflight <= self._max_inflight // 2:
+                self._resume("inflight")
         if self._close_on_corr is not None and corr == self._close_on_corr:
             self.close("disconnected")
 

@@ -180,9 +180,10 @@ class GroupCommitWriter:
                 raise JMSException("the store is closed")
             self._queue.append((ops, token))
             self.batches += 1
-            # While an owner commit runs, batches only queue: it hands them to the writer.
-            if not self._inline_busy:
-                if self._due_hook is None or not (self._thread is None or self._waiting):
+            # While an owner commit runs, batches only queue: it hands them to the writer. A
+            # working writer takes the queue next: nothing to wake (under load, most sends).
+            if not self._inline_busy and (self._thread is None or self._waiting):
+                if self._due_hook is None:
                     self._wake_writer()
                 elif not self._due:  # the writer is idle: the owner decides in commit_due
                     self._due = True
@@ -365,6 +366,17 @@ class WriterFront:
 
     _writer: GroupCommitWriter
 
+    #: Queue a batch for the writer thread; ``token`` comes back in the completion (raises
+    #: JMSException when the store is closed). The writer's own ``submit``, bound by
+    #: :meth:`_attach_writer`: the engine calls it once per store batch, without a
+    #: forwarding frame.
+    submit: Callable[[Sequence[Op], int], None]
+
+    def _attach_writer(self, writer: GroupCommitWriter) -> None:
+        """Make ``writer`` this store's writer (the backend store's constructor calls it)."""
+        self._writer = writer
+        self.submit = writer.submit
+
     @property
     def batches(self) -> int:
         """Batches received by :meth:`submit`."""
@@ -379,11 +391,3 @@ class WriterFront:
         """Where finished batches are reported, one call per group commit (called on the
         writer thread, or on the owner's for an owner commit)."""
         self._writer.set_completion(callback)
-
-    def submit(self, ops: Sequence[Op], token: int) -> None:
-        """Queue a batch for the writer thread; ``token`` comes back in the completion.
-
-        Raises:
-            JMSException: the store is closed.
-        """
-        self._writer.submit(ops, token)

@@ -320,11 +320,13 @@ class PostgresStore(WriterFront):
             if self._db is not None:
                 self._db.close()
             raise
-        self._writer = GroupCommitWriter(
-            self,
-            inline_ops=0,  # no owner commits: see set_owner_commits
-            inline_bytes=0,
-            batch_scheduling=batch_scheduling,
+        self._attach_writer(
+            GroupCommitWriter(
+                self,
+                inline_ops=0,  # no owner commits: see set_owner_commits
+                inline_bytes=0,
+                batch_scheduling=batch_scheduling,
+            )
         )
 
     # ---- connections ----------------------------------------------------------------------

@@ -362,11 +362,13 @@ class SqliteStore(WriterFront):
         self.commits = 0  # transactions written (one fsync each with fsync="always")
         # The queue, the writer thread, owner commits and completions (store/_writer.py);
         # its lock guards the connection (the writer thread, owner commits, write()).
-        self._writer = GroupCommitWriter(
-            self,
-            inline_ops=INLINE_OPS,
-            inline_bytes=INLINE_BYTES,
-            batch_scheduling=batch_scheduling,
+        self._attach_writer(
+            GroupCommitWriter(
+                self,
+                inline_ops=INLINE_OPS,
+                inline_bytes=INLINE_BYTES,
+                batch_scheduling=batch_scheduling,
+            )
         )
         self._db_lock = self._writer.lock
 
