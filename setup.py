@@ -43,6 +43,8 @@ COMPILED = [
     "src/ternmq/client/_hot.py",
     "src/ternmq/client/_ledger.py",
     "src/ternmq/transport/vm.py",
+    "src/ternmq/message/codec.py",
+    "src/ternmq/protocol/frames.py",
 ]
 MYPY = "mypy>=1.10"
 
