@@ -25,9 +25,10 @@ from setuptools import setup
 # The per-message modules, compiled together (one shared library); each passed the focused
 # suite compiled (make test-compiled) and the conformance suite over tcp. Left out, by what
 # stops them: message/_message.py (Message._copy reads __slots__; interpreted subclasses),
-# message/codec.py and protocol/frames.py (msgspec Struct class options are lost),
-# protocol/native_connection.py (__slots__ in a subclass of an interpreted base),
-# server/_gateway.py and broker/host.py (subclassed by interpreted classes), the client's
+# msgspec Structs (a compiled Struct loses its class options: the codec's and the frames' live
+# in message/_codec_types.py and protocol/_frame_types.py, interpreted, so that codec.py and
+# frames.py compile), protocol/native_connection.py (__slots__ in a subclass of an interpreted
+# base), server/_gateway.py and broker/host.py (subclassed by interpreted classes), the client's
 # public classes (applications and tests patch them: their per-message work is in
 # client/_hot.py and client/_ledger.py instead), broker/embedded.py (subclasses host.py).
 # transport/tcp.py (tests patch methods of its socket wrappers; an attribute named

@@ -134,6 +134,7 @@ _KIND_NAMES: Final = (
 _LEADS: Final = tuple(f"TQ{FORMAT_VERSION}{letter}" for letter in _KIND_LETTERS)
 _HEAD_LEN: Final = 6  # fixarray header, str header, "TQ", version, kind
 _EMPTY_MAP: Final = b"\x80"  # MessagePack's empty map (fixmap of 0 entries)
+_EMPTY_RAW: Final = msgspec.Raw(_EMPTY_MAP)
 
 # The elements of the array, for error messages.
 _FIELDS: Final = (
@@ -860,12 +861,12 @@ def _decode(
         ) from None
     if type(cid) is tuple:
         cid = cid[0]
-    key = bytes(types_raw)
-    if key == _EMPTY_MAP and bytes(props_raw) == _EMPTY_MAP:  # no properties: most messages
+    # No properties (most messages): two empty maps, compared as Raw (no copies).
+    if types_raw == _EMPTY_RAW and props_raw == _EMPTY_RAW:
         props: dict[str, Any] = {}
         types: dict[str, T] = {}
     else:
-        props, types = _properties(decoding, kind, key, props_raw)
+        props, types = _properties(decoding, kind, bytes(types_raw), props_raw)
     if reply_to is not None:
         reply_to = _DEST_CACHE.get(reply_to) or _parse_destination(reply_to, "reply_to")
     if dest is not None:
