@@ -1,12 +1,12 @@
 """The classes of the message codec, kept interpreted: its errors, its limits and the msgspec
 ``Struct`` types of a Map or Stream value.
 
-Theory of operation: ``codec.py`` holds the codec's functions and is compiled with mypyc in a
-release build (``setup.py``'s ``COMPILED``); what mypyc cannot take lives here. A compiled
-msgspec ``Struct`` loses its class options (``tag=``, ``array_like=``), the errors subclass
-the interpreted JMS exception tree (and applications catch them by class), and
-``CodecLimits`` is a slotted frozen dataclass that reads its own ``__slots__``. ``codec.py``
-re-exports the public names: import them from there.
+Theory of operation: ``codec.py`` holds the codec's functions and can be compiled with mypyc
+(``setup.py``'s ``COMPILED``; left out today, measured slower compiled); what mypyc cannot take
+lives here. A compiled msgspec ``Struct`` loses its class options (``tag=``, ``array_like=``),
+the errors subclass the interpreted JMS exception tree (and applications catch them by class),
+and ``CodecLimits`` is a slotted frozen dataclass that reads its own ``__slots__``.
+``codec.py`` re-exports the public names: import them from there.
 
 Pure module: no I/O, threads, clocks or logging.
 """

@@ -39,11 +39,12 @@ assignment, without the validating setters. Every failure of the input raises
 integer where a float or double is expected is read as the equal float (msgspec's rule),
 and property and map names are not re-checked as selector identifiers.
 
-A release build compiles this module with mypyc (``setup.py``): it holds functions and the
-per-limits :class:`_Decoding` only. The classes mypyc cannot take (the errors, which subclass
-the interpreted JMS exception tree; :class:`CodecLimits`; the msgspec ``Struct`` types of a
-Map or Stream value, whose class options a compiled ``Struct`` would lose) live in
-``_codec_types.py`` and are re-exported here.
+This module holds functions and the per-limits :class:`_Decoding` only, so that mypyc can
+compile it; the classes mypyc cannot take (the errors, which subclass the interpreted JMS
+exception tree; :class:`CodecLimits`; the msgspec ``Struct`` types of a Map or Stream value,
+whose class options a compiled ``Struct`` would lose) live in ``_codec_types.py`` and are
+re-exported here. It is not in ``setup.py``'s ``COMPILED`` list: compiled, it measured slower
+(docs/performance.md, "The codec and the frames compiled").
 
 Pure module: no I/O, threads, clocks or logging.
 """

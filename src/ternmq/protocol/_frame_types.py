@@ -2,10 +2,10 @@
 command.
 
 Theory of operation: ``frames.py`` holds the frame codec's functions (``encode``,
-``FrameDecoder``) and is compiled with mypyc in a release build (``setup.py``'s
-``COMPILED``); what mypyc cannot take lives here. A compiled msgspec ``Struct`` loses its
-class options (``tag=``, ``array_like=``), and :class:`ProtocolError` subclasses the
-interpreted JMS exception tree and is subclassed by the STOMP and OpenWire codecs.
+``FrameDecoder``) and can be compiled with mypyc (``setup.py``'s ``COMPILED``; left out today,
+measured slower compiled); what mypyc cannot take lives here. A compiled msgspec ``Struct``
+loses its class options (``tag=``, ``array_like=``), and :class:`ProtocolError` subclasses
+the interpreted JMS exception tree and is subclassed by the STOMP and OpenWire codecs.
 ``frames.py`` re-exports these names: import them from there.
 
 Sans-IO: no socket, thread, clock or log here.

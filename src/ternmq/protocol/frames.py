@@ -16,9 +16,9 @@ Format (also in ``docs/protocol.md``):
 - Limits are constructor arguments; a frame longer than ``max_frame`` or a payload that is
   not a valid command raises :class:`ProtocolError` naming the limit or the problem.
 
-A release build compiles this module with mypyc (``setup.py``); the classes mypyc cannot take
-(the msgspec ``Heartbeat`` and :class:`ProtocolError`) live in ``_frame_types.py`` and are
-re-exported here.
+The classes mypyc cannot take (the msgspec ``Heartbeat`` and :class:`ProtocolError`) live in
+``_frame_types.py`` and are re-exported here, so that this module compiles; it is not in
+``setup.py``'s ``COMPILED`` list: compiled, it measured slower (docs/performance.md).
 """
 
 from __future__ import annotations
