@@ -39,6 +39,13 @@ assignment, without the validating setters. Every failure of the input raises
 integer where a float or double is expected is read as the equal float (msgspec's rule),
 and property and map names are not re-checked as selector identifiers.
 
+This module holds functions and the per-limits :class:`_Decoding` only, so that mypyc can
+compile it; the classes mypyc cannot take (the errors, which subclass the interpreted JMS
+exception tree; :class:`CodecLimits`; the msgspec ``Struct`` types of a Map or Stream value,
+whose class options a compiled ``Struct`` would lose) live in ``_codec_types.py`` and are
+re-exported here. It is not in ``setup.py``'s ``COMPILED`` list: compiled, it measured slower
+(docs/performance.md, "The codec and the frames compiled").
+
 Pure module: no I/O, threads, clocks or logging.
 """
 
@@ -47,11 +54,10 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Final, Literal, TypeAlias, TypedDict, Union
+from typing import Annotated, Any, Final, Literal, TypeAlias, TypedDict, cast
 
 import msgspec
-from msgspec import Meta, Struct
+from msgspec import Meta
 
 from ternmq.destination import (
     Destination,
@@ -61,7 +67,7 @@ from ternmq.destination import (
     Topic,
     destination,
 )
-from ternmq.errors import InvalidDestinationException, MessageFormatException
+from ternmq.errors import InvalidDestinationException
 from ternmq.message import (
     BytesMessage,
     MapMessage,
@@ -69,6 +75,16 @@ from ternmq.message import (
     ObjectMessage,
     StreamMessage,
     TextMessage,
+)
+from ternmq.message._codec_types import (
+    DEFAULT_LIMITS,
+    BodyValue,
+    CodecLimitError,
+    CodecLimits,
+    Long,
+    MessageCodecError,
+    MessageDecodeError,
+    VFloat,
 )
 from ternmq.message._pickle import DEFAULT_BUDGET as _OBJECT_BUDGET
 from ternmq.message._types import T
@@ -96,160 +112,6 @@ FORMAT_VERSION: Final = 1
 #: the body kind): a MessagePack fixarray of 15 and a 4-character str starting ``"TQ"``.
 MAGIC: Final = b"\x9f\xa4TQ"
 
-_MIB: Final = 1 << 20
-
-
-# --------------------------------------------------------------------------- errors
-
-
-class MessageCodecError(MessageFormatException):
-    """A message cannot be encoded or decoded (base of the codec's errors)."""
-
-
-class MessageDecodeError(MessageCodecError):
-    """The octets are not a valid encoded message: truncated, garbage, wrong types, bad tags,
-    values outside their Java range, invalid destinations, or an unknown format version."""
-
-
-class CodecLimitError(MessageDecodeError):
-    """A :class:`CodecLimits` bound was exceeded, when encoding or decoding.
-
-    Attributes:
-        limit: the name of the :class:`CodecLimits` field, e.g. ``"max_properties"``.
-        value: the size found (None when the decoder only knows that it is too large).
-        maximum: the configured bound.
-    """
-
-    def __init__(self, limit: str, value: int | None, maximum: int, what: str) -> None:
-        found = "more" if value is None else str(value)
-        super().__init__(
-            f"{what}: {found} exceeds the codec limit {limit}={maximum}; "
-            f"raise CodecLimits.{limit} on both ends or send less"
-        )
-        self.limit = limit
-        self.value = value
-        self.maximum = maximum
-
-
-# --------------------------------------------------------------------------- limits
-
-
-@dataclass(frozen=True, slots=True)
-class CodecLimits:
-    """Bounds on what :func:`encode_message` writes and :func:`decode_message` accepts.
-
-    Give both ends the same limits. Every bound is a positive ``int``; exceeding one raises
-    :class:`CodecLimitError` naming it.
-
-    Attributes:
-        max_encoded_size: octets of a whole encoded message (default 64 MiB).
-        max_body_size: octets of a Bytes or Object body, characters of a Text body
-            (default 63 MiB, leaving room for headers and properties).
-        max_properties: number of properties (default 1024).
-        max_name_length: characters of a property name or a MapMessage entry name
-            (default 1024).
-        max_map_entries: entries of a MapMessage body (default 65536).
-        max_stream_items: fields of a StreamMessage body (default 65536).
-
-    Raises:
-        ValueError: a bound is not a positive int.
-    """
-
-    max_encoded_size: int = 64 * _MIB
-    max_body_size: int = 63 * _MIB
-    max_properties: int = 1024
-    max_name_length: int = 1024
-    max_map_entries: int = 65536
-    max_stream_items: int = 65536
-
-    def __post_init__(self) -> None:
-        for name in self.__slots__:
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"CodecLimits.{name} must be a positive int, not {value!r}")
-
-
-#: The limits used when none are given.
-DEFAULT_LIMITS: Final = CodecLimits()
-
-
-# --------------------------------------------------------------------------- wire types
-
-_Long: TypeAlias = Annotated[int, Meta(ge=-(2**63), le=2**63 - 1)]
-
-
-# A Map or Stream value is ``[tag, value]``: one array-like Struct per tag, so that msgspec
-# dispatches on the tag and checks the value's type and range in C. Their class attribute
-# ``t`` is the tag as a T member.
-class _VNull(Struct, array_like=True, forbid_unknown_fields=True, tag=int(T.NULL)):
-    v: None
-    t: ClassVar[T] = T.NULL
-
-
-class _VBoolean(Struct, array_like=True, forbid_unknown_fields=True, tag=int(T.BOOLEAN)):
-    v: bool
-    t: ClassVar[T] = T.BOOLEAN
-
-
-class _VByte(Struct, array_like=True, forbid_unknown_fields=True, tag=int(T.BYTE)):
-    v: Annotated[int, Meta(ge=-(2**7), le=2**7 - 1)]
-    t: ClassVar[T] = T.BYTE
-
-
-class _VShort(Struct, array_like=True, forbid_unknown_fields=True, tag=int(T.SHORT)):
-    v: Annotated[int, Meta(ge=-(2**15), le=2**15 - 1)]
-    t: ClassVar[T] = T.SHORT
-
-
-class _VChar(Struct, array_like=True, forbid_unknown_fields=True, tag=int(T.CHAR)):
-    v: Annotated[str, Meta(min_length=1, max_length=1, pattern="^[\\u0000-\\uffff]$")]
-    t: ClassVar[T] = T.CHAR
-
-
-class _VInt(Struct, array_like=True, forbid_unknown_fields=True, tag=int(T.INT)):
-    v: Annotated[int, Meta(ge=-(2**31), le=2**31 - 1)]
-    t: ClassVar[T] = T.INT
-
-
-class _VLong(Struct, array_like=True, forbid_unknown_fields=True, tag=int(T.LONG)):
-    v: _Long
-    t: ClassVar[T] = T.LONG
-
-
-class _VFloat(Struct, array_like=True, forbid_unknown_fields=True, tag=int(T.FLOAT)):
-    v: float  # checked to be a binary32 value after decoding
-    t: ClassVar[T] = T.FLOAT
-
-
-class _VDouble(Struct, array_like=True, forbid_unknown_fields=True, tag=int(T.DOUBLE)):
-    v: float
-    t: ClassVar[T] = T.DOUBLE
-
-
-class _VString(Struct, array_like=True, forbid_unknown_fields=True, tag=int(T.STRING)):
-    v: str
-    t: ClassVar[T] = T.STRING
-
-
-class _VBytes(Struct, array_like=True, forbid_unknown_fields=True, tag=int(T.BYTES)):
-    v: bytes
-    t: ClassVar[T] = T.BYTES
-
-
-_BodyValue: TypeAlias = Union[  # noqa: UP007 - a runtime type expression for msgspec
-    _VNull,
-    _VBoolean,
-    _VByte,
-    _VShort,
-    _VChar,
-    _VInt,
-    _VLong,
-    _VFloat,
-    _VDouble,
-    _VString,
-    _VBytes,
-]
-
 # Body kinds: index = kind, letter = last character of the leading str.
 _KIND_MESSAGE: Final = 0
 _KIND_TEXT: Final = 1
@@ -273,6 +135,7 @@ _KIND_NAMES: Final = (
 _LEADS: Final = tuple(f"TQ{FORMAT_VERSION}{letter}" for letter in _KIND_LETTERS)
 _HEAD_LEN: Final = 6  # fixarray header, str header, "TQ", version, kind
 _EMPTY_MAP: Final = b"\x80"  # MessagePack's empty map (fixmap of 0 entries)
+_EMPTY_RAW: Final = msgspec.Raw(_EMPTY_MAP)
 
 # The elements of the array, for error messages.
 _FIELDS: Final = (
@@ -514,9 +377,9 @@ def _body_type(kind: int, limits: CodecLimits) -> object:
         return _annotated[bytearray, Meta(max_length=limits.max_body_size)]
     if kind == _KIND_MAP:
         name = _annotated[str, Meta(max_length=limits.max_name_length)]
-        return _annotated[_dict[name, _BodyValue], Meta(max_length=limits.max_map_entries)]
+        return _annotated[_dict[name, BodyValue], Meta(max_length=limits.max_map_entries)]
     if kind == _KIND_STREAM:
-        return _annotated[_list[_BodyValue], Meta(max_length=limits.max_stream_items)]
+        return _annotated[_list[BodyValue], Meta(max_length=limits.max_stream_items)]
     return _annotated[bytes, Meta(max_length=limits.max_body_size)] | None
 
 
@@ -526,15 +389,15 @@ def _wire_type(lead: str, body: object) -> object:
     return _tuple[
         _literal[lead],
         str | None,  # message_id
-        _Long,  # timestamp
+        Long,  # timestamp
         str | tuple[bytes] | None,  # correlation_id
         str | None,  # reply_to
         str | None,  # destination
         Literal[1, 2],  # delivery_mode
         bool,  # redelivered
         str | None,  # type
-        _Long,  # expiration
-        _Long,  # delivery_time
+        Long,  # expiration
+        Long,  # delivery_time
         _annotated[int, Meta(ge=0, le=9)],  # priority
         msgspec.Raw,  # properties
         msgspec.Raw,  # property types
@@ -542,7 +405,7 @@ def _wire_type(lead: str, body: object) -> object:
     ]
 
 
-_PropertyValue: TypeAlias = bool | _Long | float | str | None
+_PropertyValue: TypeAlias = bool | Long | float | str | None
 # What msgspec checks for a property value of each type in a specialised decoder (below).
 _PROP_VALUE_TYPE: Final[dict[T, object]] = {
     T.NULL: None,
@@ -550,7 +413,7 @@ _PROP_VALUE_TYPE: Final[dict[T, object]] = {
     T.BYTE: Annotated[int, Meta(ge=-(2**7), le=2**7 - 1)],
     T.SHORT: Annotated[int, Meta(ge=-(2**15), le=2**15 - 1)],
     T.INT: Annotated[int, Meta(ge=-(2**31), le=2**31 - 1)],
-    T.LONG: _Long,
+    T.LONG: Long,
     T.FLOAT: float,  # and a binary32 check after decoding
     T.DOUBLE: float,
     T.STRING: str,
@@ -961,7 +824,9 @@ def decode_message_view(
     msg = _decode(data, limits, decoding, decoding.view_heads)
     if type(msg) is not BytesMessage:
         return msg, None
-    view: memoryview = msg._buffer  # type: ignore[assignment]  # the view decoder's body
+    # The view decoder's body: a memoryview where the model declares a bytearray (read
+    # through Any, so that the compiled module does not check it against the declaration).
+    view: memoryview = cast(Any, msg)._buffer
     msg._buffer = bytearray()
     return msg, view
 
@@ -997,12 +862,12 @@ def _decode(
         ) from None
     if type(cid) is tuple:
         cid = cid[0]
-    key = bytes(types_raw)
-    if key == _EMPTY_MAP and bytes(props_raw) == _EMPTY_MAP:  # no properties: most messages
+    # No properties (most messages): two empty maps, compared as Raw (no copies).
+    if types_raw == _EMPTY_RAW and props_raw == _EMPTY_RAW:
         props: dict[str, Any] = {}
         types: dict[str, T] = {}
     else:
-        props, types = _properties(decoding, kind, key, props_raw)
+        props, types = _properties(decoding, kind, bytes(types_raw), props_raw)
     if reply_to is not None:
         reply_to = _DEST_CACHE.get(reply_to) or _parse_destination(reply_to, "reply_to")
     if dest is not None:
@@ -1020,13 +885,13 @@ def _decode(
         msg._pos = 0
     elif kind == _KIND_MAP:
         entries = {name: (v.t, v.v) for name, v in body.items()}
-        if _VFloat in map(type, body.values()):
+        if VFloat in map(type, body.values()):
             _check_body_floats(kind, entries.values())
         msg = MapMessage.__new__(MapMessage)
         msg._map = entries
     elif kind == _KIND_STREAM:
         items = [(v.t, v.v) for v in body]
-        if _VFloat in map(type, body):
+        if VFloat in map(type, body):
             _check_body_floats(kind, items)
         msg = StreamMessage.__new__(StreamMessage)
         msg._items = items

@@ -15,6 +15,10 @@ Format (also in ``docs/protocol.md``):
   ``Heartbeat`` frames keep an idle link alive.
 - Limits are constructor arguments; a frame longer than ``max_frame`` or a payload that is
   not a valid command raises :class:`ProtocolError` naming the limit or the problem.
+
+The classes mypyc cannot take (the msgspec ``Heartbeat`` and :class:`ProtocolError`) live in
+``_frame_types.py`` and are re-exported here, so that this module compiles; it is not in
+``setup.py``'s ``COMPILED`` list: compiled, it measured slower (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -24,8 +28,7 @@ from typing import Final
 
 import msgspec
 
-from ternmq.errors import JMSException
-from ternmq.protocol import commands as c
+from ternmq.protocol._frame_types import Heartbeat, ProtocolError, WireCommand
 
 __all__ = [
     "DEFAULT_MAX_FRAME",
@@ -46,16 +49,6 @@ PREAMBLE: Final = MAGIC + bytes(VERSION) + b"\x00\x00"
 DEFAULT_MAX_FRAME: Final = 32 * 1024 * 1024
 _LEN = struct.Struct(">I")
 
-
-class ProtocolError(JMSException):
-    """Malformed or oversized input from the peer; the connection must be closed."""
-
-
-class Heartbeat(msgspec.Struct, frozen=True, tag=True, array_like=True):
-    """Sent when a side has nothing else to say for a heartbeat interval."""
-
-
-WireCommand = c.Command | Heartbeat
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(WireCommand)
