@@ -750,10 +750,15 @@ def _properties(
         MessageDecodeError: malformed properties (CodecLimitError past a limit).
     """
     plan = decoding.plans.get(key)
-    if plan is None or memoryview(props_raw)[: len(plan[2])] != plan[2]:
+    if plan is None:
+        return decoding.properties(kind, key, props_raw)
+    # One copy of the (small) map and a prefix test cost less than a memoryview, its slice
+    # and their comparison.
+    octets = bytes(props_raw)
+    if not octets.startswith(plan[2]):
         return decoding.properties(kind, key, props_raw)
     try:
-        props = plan[0].decode(props_raw)
+        props = plan[0].decode(octets)
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
         # Rejected by the fast path: let the generic path say why, so the error text
         # does not depend on which path ran (only the error case pays twice).
@@ -831,6 +836,11 @@ def decode_message_view(
     return msg, view
 
 
+# object.__new__ called directly: a message without its constructor's defaults and checks
+# (every slot is set below), a little cheaper than looking up ``cls.__new__``.
+_new: Final = object.__new__
+
+
 def _decode(
     data: bytes | bytearray | memoryview,
     limits: CodecLimits,
@@ -875,30 +885,30 @@ def _decode(
 
     msg: Message
     if kind == _KIND_TEXT:
-        msg = TextMessage.__new__(TextMessage)
+        msg = _new(TextMessage)
         msg._text = body
     elif kind == _KIND_MESSAGE:
-        msg = Message.__new__(Message)
+        msg = _new(Message)
     elif kind == _KIND_BYTES:
-        msg = BytesMessage.__new__(BytesMessage)
+        msg = _new(BytesMessage)
         msg._buffer = body
         msg._pos = 0
     elif kind == _KIND_MAP:
         entries = {name: (v.t, v.v) for name, v in body.items()}
         if VFloat in map(type, body.values()):
             _check_body_floats(kind, entries.values())
-        msg = MapMessage.__new__(MapMessage)
+        msg = _new(MapMessage)
         msg._map = entries
     elif kind == _KIND_STREAM:
         items = [(v.t, v.v) for v in body]
         if VFloat in map(type, body):
             _check_body_floats(kind, items)
-        msg = StreamMessage.__new__(StreamMessage)
+        msg = _new(StreamMessage)
         msg._items = items
         msg._pos = 0
         msg._partial = None
     else:
-        msg = ObjectMessage.__new__(ObjectMessage)
+        msg = _new(ObjectMessage)
         msg._payload = body
         msg._trusted_modules = None
         msg._pickle_budget = _OBJECT_BUDGET
