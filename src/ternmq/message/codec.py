@@ -836,11 +836,6 @@ def decode_message_view(
     return msg, view
 
 
-# object.__new__ called directly: a message without its constructor's defaults and checks
-# (every slot is set below), a little cheaper than looking up ``cls.__new__``.
-_new: Final = object.__new__
-
-
 def _decode(
     data: bytes | bytearray | memoryview,
     limits: CodecLimits,
@@ -885,30 +880,30 @@ def _decode(
 
     msg: Message
     if kind == _KIND_TEXT:
-        msg = _new(TextMessage)
+        msg = TextMessage.__new__(TextMessage)
         msg._text = body
     elif kind == _KIND_MESSAGE:
-        msg = _new(Message)
+        msg = Message.__new__(Message)
     elif kind == _KIND_BYTES:
-        msg = _new(BytesMessage)
+        msg = BytesMessage.__new__(BytesMessage)
         msg._buffer = body
         msg._pos = 0
     elif kind == _KIND_MAP:
         entries = {name: (v.t, v.v) for name, v in body.items()}
         if VFloat in map(type, body.values()):
             _check_body_floats(kind, entries.values())
-        msg = _new(MapMessage)
+        msg = MapMessage.__new__(MapMessage)
         msg._map = entries
     elif kind == _KIND_STREAM:
         items = [(v.t, v.v) for v in body]
         if VFloat in map(type, body):
             _check_body_floats(kind, items)
-        msg = _new(StreamMessage)
+        msg = StreamMessage.__new__(StreamMessage)
         msg._items = items
         msg._pos = 0
         msg._partial = None
     else:
-        msg = _new(ObjectMessage)
+        msg = ObjectMessage.__new__(ObjectMessage)
         msg._payload = body
         msg._trusted_modules = None
         msg._pickle_budget = _OBJECT_BUDGET
