@@ -750,10 +750,15 @@ def _properties(
         MessageDecodeError: malformed properties (CodecLimitError past a limit).
     """
     plan = decoding.plans.get(key)
-    if plan is None or memoryview(props_raw)[: len(plan[2])] != plan[2]:
+    if plan is None:
+        return decoding.properties(kind, key, props_raw)
+    # One copy of the (small) map and a prefix test cost less than a memoryview, its slice
+    # and their comparison.
+    octets = bytes(props_raw)
+    if not octets.startswith(plan[2]):
         return decoding.properties(kind, key, props_raw)
     try:
-        props = plan[0].decode(props_raw)
+        props = plan[0].decode(octets)
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
         # Rejected by the fast path: let the generic path say why, so the error text
         # does not depend on which path ran (only the error case pays twice).
