@@ -413,3 +413,8 @@ class BytesMessage(Message):
         body = bytes(self._buffer)
         assert isinstance(body, cls)
         return body
+
+    def _copy_body(self, dup: Message) -> None:
+        assert isinstance(dup, BytesMessage)
+        dup._buffer = self._buffer.copy()
+        dup._pos = self._pos

@@ -310,3 +310,7 @@ class MapMessage(Message):
         body = {name: value for name, (_, value) in self._map.items()}
         assert isinstance(body, cls)
         return body
+
+    def _copy_body(self, dup: Message) -> None:
+        assert isinstance(dup, MapMessage)
+        dup._map = self._map.copy()

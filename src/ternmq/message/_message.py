@@ -639,15 +639,31 @@ class Message:
     def _copy(self) -> Message:
         """An independent deep copy of the same class: headers, properties, body and modes.
 
-        The copy has no acknowledgement hook.
+        The copy has no acknowledgement hook. Each class copies its own fields
+        (``_copy_body``), named one by one rather than found through ``__slots__``: a class
+        compiled with mypyc has no ``__slots__`` to walk.
         """
-        dup = type(self).__new__(type(self))
-        for cls in type(self).__mro__:
-            for slot in cls.__dict__.get("__slots__", ()):
-                if hasattr(self, slot):
-                    value = getattr(self, slot)
-                    if isinstance(value, dict | list | bytearray):
-                        value = value.copy()
-                    object.__setattr__(dup, slot, value)
+        cls = type(self)
+        dup = cls.__new__(cls)
+        dup._message_id = self._message_id
+        dup._timestamp = self._timestamp
+        dup._correlation_id = self._correlation_id
+        dup._reply_to = self._reply_to
+        dup._destination = self._destination
+        dup._delivery_mode = self._delivery_mode
+        dup._redelivered = self._redelivered
+        dup._type = self._type
+        dup._expiration = self._expiration
+        dup._delivery_time = self._delivery_time
+        dup._priority = self._priority
+        dup._properties = self._properties.copy()
+        dup._property_types = self._property_types.copy()
+        dup._read_only_properties = self._read_only_properties
+        dup._read_only_body = self._read_only_body
         dup._ack_hook = None
+        self._copy_body(dup)
         return dup
+
+    def _copy_body(self, dup: Message) -> None:
+        """Copy this class's own body fields into ``dup``, a new instance of the same class
+        (a plain Message has none)."""

@@ -83,3 +83,9 @@ class ObjectMessage(Message):
                 f"to {cls.__name__}"
             )
         return value
+
+    def _copy_body(self, dup: Message) -> None:
+        assert isinstance(dup, ObjectMessage)
+        dup._payload = self._payload
+        dup._trusted_modules = self._trusted_modules
+        dup._pickle_budget = self._pickle_budget

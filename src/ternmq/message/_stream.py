@@ -391,3 +391,9 @@ class StreamMessage(Message):
         raise MessageFormatException(
             "get_body is not available for StreamMessage; read its fields with read_*()"
         )
+
+    def _copy_body(self, dup: Message) -> None:
+        assert isinstance(dup, StreamMessage)
+        dup._items = self._items.copy()
+        dup._pos = self._pos
+        dup._partial = self._partial

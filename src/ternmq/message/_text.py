@@ -65,3 +65,7 @@ class TextMessage(Message):
         raise MessageFormatException(
             f"a TextMessage body is a str, which is not assignable to {cls.__name__}"
         )
+
+    def _copy_body(self, dup: Message) -> None:
+        assert isinstance(dup, TextMessage)
+        dup._text = self._text
