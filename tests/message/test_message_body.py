@@ -100,6 +100,27 @@ def test_body_02_copy_keeps_class_body_and_mode(cls: type[Message]) -> None:
 
 
 @pytest.mark.parametrize("cls", ALL_TYPES)
+def test_body_02_copy_names_every_slot(cls: type[Message]) -> None:
+    """BODY-02, BODY-12 (message-level part): ``_copy`` (each class naming its own fields)
+    sets every slot along the MRO to an equal value, shares no mutable container with the
+    original, and leaves the acknowledgement hook unset."""
+    m = filled(cls)
+    m.set_string_property("p", "v")
+    m._ack_hook = lambda: None
+    dup = m._copy()
+    slots = [s for klass in cls.__mro__ for s in klass.__dict__.get("__slots__", ())]
+    assert "_properties" in slots and len(slots) == len(set(slots))
+    for slot in slots:
+        if slot == "_ack_hook":
+            assert dup._ack_hook is None
+            continue
+        value = getattr(m, slot)
+        assert getattr(dup, slot) == value, slot
+        if isinstance(value, dict | list | bytearray):
+            assert getattr(dup, slot) is not value, slot
+
+
+@pytest.mark.parametrize("cls", ALL_TYPES)
 def test_body_03_freeze_is_the_received_state(cls: type[Message]) -> None:
     """BODY-03, BODY-10, BODY-11 (message-level part): _freeze gives the received state used
     for any message the client hands out, whatever created it; bytes/stream bodies are reset."""
