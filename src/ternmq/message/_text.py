@@ -30,8 +30,10 @@ class TextMessage(Message):
     _text: str | None
 
     def __init__(self, text: str | None = None) -> None:
-        super().__init__()
-        self._text = cv.check_string(text)
+        # Every message sent is built here: the base called directly (no super() object) and
+        # ASCII text taken as is (check_string's own first test) save ~0.2 us of ~0.6.
+        Message.__init__(self)
+        self._text = text if type(text) is str and text.isascii() else cv.check_string(text)
 
     @property
     def text(self) -> str | None:
