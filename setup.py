@@ -49,6 +49,7 @@ COMPILED = [
     "src/ternmq/client/_hot.py",
     "src/ternmq/client/_ledger.py",
     "src/ternmq/client/_route.py",
+    "src/ternmq/client/_send_window.py",
     "src/ternmq/transport/vm.py",
 ]
 MYPY = "mypy>=1.10"
