@@ -4,8 +4,10 @@ Theory of operation
 -------------------
 A connection is a state machine (STOPPED -> STARTED <-> STOPPED -> CLOSED; FAILED when the
 broker link is lost, which behaves as closed for every later call, A-10). Its transport
-carries requests to the broker and calls :meth:`Connection._on_event` with deliveries, which
-are routed to the consumer's buffer under that consumer's session lock. No client lock is ever
+carries requests to the broker and calls the connection's
+:class:`~ternmq.client._hot.EventRouter` with events: a delivery goes straight to its
+consumer's buffer under that consumer's session lock, anything else to
+:meth:`Connection._on_event` (a failover route calls that for every event). No client lock is ever
 held while calling the transport, and the transport never calls back into the broker from a
 delivery, so locks cannot be taken in opposite orders.
 

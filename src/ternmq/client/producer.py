@@ -15,7 +15,10 @@ destination under the "block" policy) slows its producers down.
 A producer holds its session's :class:`~ternmq.client._send_window.SendWindow` (sends in
 flight) and :class:`~ternmq.client._ledger.DeliveryLedger` (whether the transaction did work,
 whether it is doomed) directly; what it needs of the session itself is the small
-:class:`ProducerSession` protocol, so this module does not import the session's.
+:class:`ProducerSession` protocol, so this module does not import the session's. ``send``
+checks its arguments and the closed flags (the ``_check_open`` chain runs only to raise),
+then makes one call: a synchronous send is :class:`~ternmq.client._hot.Sender`'s (compiled),
+a send with a completion listener stays here.
 """
 
 from __future__ import annotations
