@@ -137,8 +137,9 @@ class MessageIds:
 
 
 class Sender:
-    """One producer's synchronous sends (no completion listener), once its public ``send``
-    checked the arguments and that nothing is closed.
+    """One producer's sends, once its public ``send`` checked the arguments and that nothing
+    is closed: :meth:`send` does a synchronous one, :meth:`request` builds the request of
+    one with a completion listener.
 
     Args:
         link: the connection (its routing methods and ``block_np_sends`` are read per send).
@@ -165,6 +166,46 @@ class Sender:
         self.ids = ids
         self.clock = clock
 
+    def request(
+        self,
+        message: Message,
+        dest: Destination,
+        mode: int,
+        prio: int,
+        ttl: float,
+        delay: float,
+        timestamp: bool,
+        with_id: bool,
+        pipelined: bool,
+    ) -> c.Send:
+        """The ``Send`` request for ``message`` (see :func:`build_send`), once the session's
+        pipelined sends already answered are settled; a transacted one marks the transaction.
+
+        Raises:
+            JMSException: an earlier pipelined send of this session was refused.
+            MessageFormatException, CodecLimitError, MessageCodecError: as :func:`build_send`.
+        """
+        window = self.window
+        if window.inflight or window.failure is not None:
+            window.check()
+        req = build_send(
+            message,
+            dest,
+            mode,
+            prio,
+            ttl,
+            delay,
+            self.clock.now_ms(),
+            timestamp,
+            self.ids.next() if with_id else None,
+            self.session_id,
+            window if pipelined else None,
+            self.link.next_corr,
+        )
+        if window.transacted:  # a failover dooms this transaction
+            self.ledger.tx_work = True
+        return req
+
     def send(
         self,
         message: Message,
@@ -185,34 +226,15 @@ class Sender:
                 broker refused this one, or the link failed.
             MessageFormatException, CodecLimitError, MessageCodecError: as :func:`build_send`.
         """
-        window = self.window
-        if window.inflight or window.failure is not None:
-            window.check()
         conn = self.link
-        transacted = window.transacted
         # A-08: only a NON_PERSISTENT send outside a transaction is pipelined by default;
         # a send in a transaction always waits (its refusal is raised here, not at commit).
-        pipelined = mode != _PERSISTENT and not transacted and not conn.block_np_sends
-        req = build_send(
-            message,
-            dest,
-            mode,
-            prio,
-            ttl,
-            delay,
-            self.clock.now_ms(),
-            timestamp,
-            self.ids.next() if with_id else None,
-            self.session_id,
-            window if pipelined else None,
-            conn.next_corr,
-        )
-        if transacted:  # a failover dooms this transaction
-            self.ledger.tx_work = True
+        pipelined = mode != _PERSISTENT and not self.window.transacted and not conn.block_np_sends
+        req = self.request(message, dest, mode, prio, ttl, delay, timestamp, with_id, pipelined)
         if req.quiet:  # A-08 relaxed on request: a refusal comes as an event, raised later
             conn.oneway(req, None, 0, True)
         elif pipelined:  # answered: vouches for the quiet sends before it, paces the sender
-            window.pipeline(conn.submit(req, True), dest)
+            self.window.pipeline(conn.submit(req, True), dest)
         else:
             check_reply(conn.request(req))  # PROD-13: wait for the broker's receipt
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from ternmq.client._foreign import adopt, is_foreign_message, write_back
-from ternmq.client._hot import Sender, build_send
+from ternmq.client._hot import Sender
 from ternmq.client._types import Link
 from ternmq.client._util import check_reply
 from ternmq.destination import Destination
@@ -245,24 +245,15 @@ class MessageProducer:
             if delivery_delay is None
             else _check_seconds("delivery_delay", delivery_delay)
         )
-        if isinstance(message, Message):
-            if completion_listener is None:
-                self._sender.send(
-                    message,
-                    dest,
-                    mode,
-                    prio,
-                    ttl,
-                    delay,
-                    not self._disable_ts,
-                    not self._disable_id,
-                )
-                return
-            self._send(message, dest, mode, prio, ttl, delay, completion_listener)
-            return
-        native = adopt(message)  # BODY-10: a message object ternmq did not create
-        self._send(native, dest, mode, prio, ttl, delay, completion_listener)
-        write_back(native, message)
+        native = message if isinstance(message, Message) else adopt(message)  # BODY-10
+        if completion_listener is None:
+            self._sender.send(
+                native, dest, mode, prio, ttl, delay, not self._disable_ts, not self._disable_id
+            )
+        else:
+            self._send_async(native, dest, mode, prio, ttl, delay, completion_listener)
+        if native is not message:
+            write_back(native, message)  # a message object ternmq did not create
 
     def _parse_args(
         self, args: tuple[object, ...], destination: Destination | None
@@ -299,7 +290,7 @@ class MessageProducer:
             )
         return message, dest  # type: ignore[return-value]
 
-    def _send(
+    def _send_async(
         self,
         message: Message,
         dest: Destination,
@@ -307,34 +298,13 @@ class MessageProducer:
         prio: int,
         ttl: float,
         delay: float,
-        listener: CompletionListener | None,
+        listener: CompletionListener,
     ) -> None:
-        if listener is None:
-            self._sender.send(
-                message, dest, mode, prio, ttl, delay, not self._disable_ts, not self._disable_id
-            )
-            return
-        session = self._session
+        conn = self._session._connection
         window = self._window
-        if window.inflight or window.failure is not None:
-            window.check()
-        conn = session._connection
-        req = build_send(
-            message,
-            dest,
-            mode,
-            prio,
-            ttl,
-            delay,
-            conn.clock.now_ms(),
-            not self._disable_ts,
-            None if self._disable_id else conn.next_message_id(),
-            session._id,
-            None,  # a send with a completion listener is always answered
-            conn.next_corr,
+        req = self._sender.request(  # always answered: not pipelined
+            message, dest, mode, prio, ttl, delay, not self._disable_ts, not self._disable_id, False
         )
-        if self._transacted:  # a failover dooms this transaction
-            self._ledger.tx_work = True
         try:
             pending: PendingReply | None = conn.submit(req)
             error: Exception | None = None
