@@ -39,7 +39,8 @@ from setuptools import setup
 # protocol/native_connection.py (__slots__ in a subclass of an interpreted base),
 # server/_gateway.py and broker/host.py (subclassed by interpreted classes), the client's
 # public classes (applications and tests patch them: their per-message work is in
-# client/_hot.py and client/_ledger.py instead), broker/embedded.py (subclasses host.py).
+# client/_hot.py, client/_ledger.py and client/_send_window.py instead), broker/embedded.py
+# (subclasses host.py).
 # transport/tcp.py (tests patch methods of its socket wrappers; an attribute named
 # ``_thread`` becomes a C field ``__thread``, a C keyword; its tests replace the module's
 # ``SystemClock``, which a compiled caller binds at build time). See docs/performance.md.
@@ -54,6 +55,7 @@ COMPILED = [
     "src/ternmq/client/_hot.py",
     "src/ternmq/client/_ledger.py",
     "src/ternmq/client/_route.py",
+    "src/ternmq/client/_send_window.py",
     "src/ternmq/transport/vm.py",
 ]
 MYPY = "mypy>=1.10"

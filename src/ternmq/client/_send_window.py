@@ -18,8 +18,10 @@ window's completion thread (:meth:`SendWindow.complete_later`); :meth:`SendWindo
 for every send in flight (commit, rollback, close). Measured, pinned, 1 -> 1: a reply per send
 cost the client ~2.5 µs of its ~21 µs per message.
 
-The producer holds this object directly and reads ``inflight`` and ``failure`` per send; the
-constants are read at each use, so a test may patch them.
+The producer's compiled :class:`~ternmq.client._hot.Sender` holds this object directly and
+reads ``inflight`` and ``failure`` per send. This module is compiled too (``setup.py``'s
+COMPILED); the constants are plain module globals (not ``Final``), read at each use in both
+builds, so a test may patch them.
 """
 
 from __future__ import annotations

@@ -15,15 +15,19 @@ destination under the "block" policy) slows its producers down.
 A producer holds its session's :class:`~ternmq.client._send_window.SendWindow` (sends in
 flight) and :class:`~ternmq.client._ledger.DeliveryLedger` (whether the transaction did work,
 whether it is doomed) directly; what it needs of the session itself is the small
-:class:`ProducerSession` protocol, so this module does not import the session's.
+:class:`ProducerSession` protocol, so this module does not import the session's. ``send``
+checks its arguments and the closed flags (the ``_check_open`` chain runs only to raise),
+then makes one call: a synchronous send is :class:`~ternmq.client._hot.Sender`'s (compiled),
+a send with a completion listener stays here.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ternmq.client._foreign import adopt, is_foreign_message, write_back
-from ternmq.client._hot import build_send
+from ternmq.client._hot import Sender
+from ternmq.client._types import Link
 from ternmq.client._util import check_reply
 from ternmq.destination import Destination
 from ternmq.errors import (
@@ -36,14 +40,12 @@ from ternmq.errors import (
 from ternmq.message import DeliveryMode, Message
 
 if TYPE_CHECKING:
+    from ternmq.client._hot import MessageIds
     from ternmq.client._ledger import DeliveryLedger
     from ternmq.client._send_window import SendWindow
-    from ternmq.client._types import Link
     from ternmq.transport._pending import PendingReply
 
-__all__ = ["CompletionListener", "MessageProducer", "ProducerSession"]
-
-_PERSISTENT: Final = DeliveryMode.PERSISTENT  # per send; a global is ~65 ns faster on 3.11
+__all__ = ["CompletionListener", "MessageProducer", "ProducerLink", "ProducerSession"]
 
 
 class CompletionListener(Protocol):
@@ -56,13 +58,21 @@ class CompletionListener(Protocol):
         """The send failed with ``exception``."""
 
 
+class ProducerLink(Link, Protocol):
+    """What a producer needs of its connection beyond a :class:`Link`."""
+
+    _closed: bool  # closed or failed (``_check_open`` then raises)
+    _message_ids: MessageIds
+
+
 class ProducerSession(Protocol):
     """What a producer needs of its session (a ``Session``)."""
 
     _id: int
+    _closed: bool
 
     @property
-    def _connection(self) -> Link:
+    def _connection(self) -> ProducerLink:
         """The session's connection."""
         ...
 
@@ -89,6 +99,10 @@ class MessageProducer:
         self._window = window
         self._ledger = ledger
         self._transacted = window.transacted
+        conn = session._connection
+        self._conn = conn
+        # the synchronous send after the argument checks: one compiled call (client/_hot.py)
+        self._sender = Sender(conn, session._id, window, ledger, conn._message_ids, conn.clock)
         self._destination = destination
         self._closed = False
         self._delivery_mode: int = DeliveryMode.PERSISTENT
@@ -217,7 +231,8 @@ class MessageProducer:
                 "completion_listener needs on_completion(message) and "
                 "on_exception(message, exception) methods; pass None for a synchronous send"
             )
-        self._check_open()
+        if self._closed or self._session._closed or self._conn._closed:
+            self._check_open()  # raises, saying which is closed
         mode = self._delivery_mode if delivery_mode is None else _check_mode(delivery_mode)
         prio = self._priority if priority is None else _check_priority(priority)
         ttl = (
@@ -230,12 +245,15 @@ class MessageProducer:
             if delivery_delay is None
             else _check_seconds("delivery_delay", delivery_delay)
         )
-        if isinstance(message, Message):
-            self._send(message, dest, mode, prio, ttl, delay, completion_listener)
-            return
-        native = adopt(message)  # BODY-10: a message object ternmq did not create
-        self._send(native, dest, mode, prio, ttl, delay, completion_listener)
-        write_back(native, message)
+        native = message if isinstance(message, Message) else adopt(message)  # BODY-10
+        if completion_listener is None:
+            self._sender.send(
+                native, dest, mode, prio, ttl, delay, not self._disable_ts, not self._disable_id
+            )
+        else:
+            self._send_async(native, dest, mode, prio, ttl, delay, completion_listener)
+        if native is not message:
+            write_back(native, message)  # a message object ternmq did not create
 
     def _parse_args(
         self, args: tuple[object, ...], destination: Destination | None
@@ -272,7 +290,7 @@ class MessageProducer:
             )
         return message, dest  # type: ignore[return-value]
 
-    def _send(
+    def _send_async(
         self,
         message: Message,
         dest: Destination,
@@ -280,44 +298,13 @@ class MessageProducer:
         prio: int,
         ttl: float,
         delay: float,
-        listener: CompletionListener | None,
+        listener: CompletionListener,
     ) -> None:
-        session = self._session
+        conn = self._session._connection
         window = self._window
-        if window.inflight or window.failure is not None:
-            window.check()
-        conn = session._connection
-        transacted = self._transacted
-        # A-08: only a NON_PERSISTENT send outside a transaction is pipelined by default;
-        # a send in a transaction always waits (its refusal is raised here, not at commit).
-        pipelined = (
-            listener is None and mode != _PERSISTENT and not conn.block_np_sends and not transacted
+        req = self._sender.request(  # always answered: not pipelined
+            message, dest, mode, prio, ttl, delay, not self._disable_ts, not self._disable_id, False
         )
-        req = build_send(
-            message,
-            dest,
-            mode,
-            prio,
-            ttl,
-            delay,
-            conn.clock.now_ms(),
-            not self._disable_ts,
-            None if self._disable_id else conn.next_message_id(),
-            session._id,
-            window if pipelined else None,
-            conn.next_corr,
-        )
-        if transacted:  # a failover dooms this transaction
-            self._ledger.tx_work = True
-        if req.quiet:  # A-08 relaxed on request: a refusal comes as an event, raised later
-            conn.oneway(req, lazy=True)
-            return
-        if pipelined:  # answered: vouches for the quiet sends before it, paces the sender
-            window.pipeline(conn.submit(req, lazy=True), dest)
-            return
-        if listener is None:
-            check_reply(conn.request(req))  # PROD-13: wait for the broker's receipt
-            return
         try:
             pending: PendingReply | None = conn.submit(req)
             error: Exception | None = None

@@ -32,10 +32,9 @@ from typing import TYPE_CHECKING, Protocol
 from ternmq.client._ledger import DeliveryLedger
 from ternmq.client._listener import ListenerThread
 from ternmq.client._send_window import SendWindow
-from ternmq.client._types import Link
 from ternmq.client._util import check_reply
 from ternmq.client.consumer import MessageConsumer, QueueBrowser
-from ternmq.client.producer import MessageProducer
+from ternmq.client.producer import MessageProducer, ProducerLink
 from ternmq.destination import (
     Destination,
     Queue,
@@ -69,7 +68,7 @@ __all__ = ["Session", "SessionLink"]
 log = logging.getLogger("ternmq.client")
 
 
-class SessionLink(Link, TemporaryOwner, Protocol):
+class SessionLink(ProducerLink, TemporaryOwner, Protocol):
     """What a session needs of its connection (a :class:`~ternmq.client.connection.Connection`)."""
 
     clock: Clock
@@ -159,22 +158,26 @@ class Session:
     # ---- message factories (SESS, BODY) ----------------------------------------------------
     def create_message(self) -> Message:
         """A message with no body. Raises IllegalStateException if the session is closed."""
-        self._check_open()
+        if self._closed or self._connection._closed:
+            self._check_open()  # raises, saying which is closed
         return Message()
 
     def create_text_message(self, text: str | None = None) -> TextMessage:
         """A TextMessage. Raises IllegalStateException if the session is closed."""
-        self._check_open()
+        if self._closed or self._connection._closed:
+            self._check_open()  # raises, saying which is closed
         return TextMessage(text)
 
     def create_bytes_message(self) -> BytesMessage:
         """A BytesMessage (write-only until ``reset()``). Raises IllegalStateException if closed."""
-        self._check_open()
+        if self._closed or self._connection._closed:
+            self._check_open()  # raises, saying which is closed
         return BytesMessage()
 
     def create_map_message(self) -> MapMessage:
         """A MapMessage. Raises IllegalStateException if the session is closed."""
-        self._check_open()
+        if self._closed or self._connection._closed:
+            self._check_open()  # raises, saying which is closed
         return MapMessage()
 
     def create_stream_message(self) -> StreamMessage:
