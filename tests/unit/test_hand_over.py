@@ -15,7 +15,7 @@ import pytest
 from ternmq.broker.engine import Broker, BrokerConnection
 from ternmq.errors import InvalidDestinationException
 from ternmq.message import TextMessage
-from ternmq.message.codec import encode_message
+from ternmq.message.codec import decode_message, encode_message
 from ternmq.protocol import commands as c
 from ternmq.testing import EngineHarness
 
@@ -46,8 +46,6 @@ def _deliveries(
 
     def emit(cmd: c.Command) -> None:
         if isinstance(cmd, c.Deliver):
-            from ternmq.message.codec import decode_message
-
             body = decode_message(cmd.message)
             assert isinstance(body, TextMessage)
             got.append((cmd.consumer_id, body.text or ""))
@@ -166,3 +164,58 @@ def test_a_send_to_a_deleted_temporary_queue_is_refused_after_one_that_was_taken
     refused = out[-1]
     assert isinstance(refused, c.Error)
     assert refused.kind == InvalidDestinationException.__name__
+
+
+def _drained(extra_consumer: bool) -> tuple[list[str], int]:
+    """Twelve messages of mixed priorities, some already expired, wait in Q before its
+    consumer (prefetch 3) opens; it then takes them three at a time (acknowledging and
+    granting credit, as a client does). With ``extra_consumer``, a second consumer whose
+    selector matches nothing listens too, so the general dispatch pass runs instead of the
+    one-consumer one. Returns the texts in delivery order and how many expired."""
+    h = EngineHarness()
+    broker = h.broker
+    got: list[c.Deliver] = []
+    conn = broker.connect(lambda cmd: got.append(cmd) if isinstance(cmd, c.Deliver) else None)
+    broker.handle(conn, c.Connect(corr=1))
+    broker.handle(conn, c.CreateSession(corr=2, session_id=1))
+    for n in range(12):
+        send = c.Send(
+            corr=10 + n,
+            session_id=1,
+            destination=Q,
+            message=_msg(n),
+            persistent=False,
+            priority=(n * 7) % 10,
+            expiration=1 if n % 5 == 2 else 0,
+        )
+        broker.handle(conn, send)
+    if extra_consumer:
+        broker.handle(
+            conn,
+            c.CreateConsumer(corr=3, session_id=1, consumer_id=9, destination=Q, selector="n < 0"),
+        )
+    broker.handle(
+        conn, c.CreateConsumer(corr=4, session_id=1, consumer_id=1, destination=Q, prefetch=3)
+    )
+    for _ in range(10):
+        ids = [d.delivery_id for d in got[-3:]]
+        broker.handle(conn, c.Ack(corr=0, session_id=1, delivery_ids=ids))
+        broker.handle(conn, c.Credit(corr=0, consumer_id=1, messages=3))
+    texts = []
+    for d in got:
+        body = decode_message(d.message)
+        assert isinstance(body, TextMessage) and d.consumer_id == 1
+        texts.append(body.text or "")
+    return texts, broker.expired
+
+
+def test_a_waiting_queue_drains_to_its_one_consumer_as_the_general_pass_would() -> None:
+    one, expired_one = _drained(False)
+    general, expired_general = _drained(True)
+    assert one == general
+    assert expired_one == expired_general == 2  # n = 2 and 7
+    order = [(n * 7) % 10 for n in range(12)]
+    expected = sorted(
+        (n for n in range(12) if n % 5 != 2), key=lambda n: (-order[n], n)
+    )  # priority first (JMS 2.0 §3.4.10), then send order
+    assert one == [f"m{n}" for n in expected]

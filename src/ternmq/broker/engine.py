@@ -196,6 +196,10 @@ class Broker:
         on_warning: Callable[..., None] | None = None,
     ) -> None:
         self.config = config or BrokerConfig()
+        # Settings read for every message, copied out of the (frozen, interpreted) config.
+        self._groups: Final = self.config.groups
+        self._max_message_bytes: Final = self.config.max_message_bytes
+        self._max_memory_bytes: Final = self.config.max_memory_bytes
         self.run_in_owner = run_in_owner or _run_now
         self.store: Store = store if store is not None else MemoryStore()
         self.clock: Clock = clock or SystemClock()
@@ -912,7 +916,7 @@ class Broker:
             what :meth:`check_send` raises.
         """
         size = len(req.message)
-        if size > self.config.max_message_bytes:
+        if size > self._max_message_bytes:
             raise ResourceAllocationException(
                 f"message of {size} bytes exceeds max_message_bytes "
                 f"({self.config.max_message_bytes})"
@@ -1034,7 +1038,7 @@ class Broker:
             req.priority,
             req.expiration,
             req.delivery_time,
-            req.group_id if self.config.groups else None,
+            req.group_id if self._groups else None,
             req.group_seq,
             conn,
             conn.client_id,
@@ -1101,7 +1105,7 @@ class Broker:
 
     def _full(self, targets: list[MessageQueue], size: int) -> MessageQueue | None:
         """The first target that cannot take ``size`` more bytes, or None (PSF-07)."""
-        limit = self.config.max_memory_bytes
+        limit = self._max_memory_bytes
         cost = (size + COPY_OVERHEAD) * len(targets)  # what the copies will hold (Entry.held)
         if limit and targets and self.total_bytes + self.staged_bytes + cost > limit:
             return targets[0]
@@ -1581,7 +1585,10 @@ class Broker:
         if q.policy.exclusive:
             consumers = consumers[:1]
         now = self.clock.now_ms()
-        groups = self.config.groups and q.has_groups
+        groups = self._groups and q.has_groups
+        if len(consumers) == 1 and consumers[0].selector is None and not groups:
+            self._dispatch_one(q, consumers[0], now)
+            return
         while q.ready_count:
             n = len(consumers)
             progressed = False
@@ -1607,9 +1614,7 @@ class Broker:
         leaves ``e`` to :meth:`_dispatch`, if no consumer takes it now or it needs more than
         this (it expired, or it belongs to a message group)."""
         st = e.stored
-        if (st.expiration and st.expiration <= now) or (
-            st.group_id is not None and self.config.groups
-        ):
+        if (st.expiration and st.expiration <= now) or (st.group_id is not None and self._groups):
             return False
         consumers = q.consumers
         n = 1 if q.policy.exclusive else len(consumers)
@@ -1626,11 +1631,33 @@ class Broker:
             return True
         return False
 
+    def _dispatch_one(self, q: MessageQueue, consumer: Consumer, now: int) -> None:
+        """:meth:`_dispatch` for a queue with one consumer (or an exclusive queue) without a
+        selector or message groups: the READY entries in dispatch order while it has credit,
+        the expired ones met on the way expired (PSF-05), without a search per message."""
+        q.rr = 0
+        buckets = q.ready_buckets()
+        p = 9
+        while q.ready_count and (consumer.credit > 0 or consumer.pull > 0):
+            od = buckets[p]
+            if not od:
+                p -= 1
+                continue
+            e = next(iter(od.values()))
+            expiration = e.stored.expiration
+            if expiration and expiration <= now:
+                self._expire(e)
+                p = 9  # (an expired message may be diverted anywhere: look from the top)
+                continue
+            self._deliver(q, consumer, e, False)
+
     def _find(self, q: MessageQueue, consumer: Consumer, now: int, groups: bool) -> Entry | None:
         selector = consumer.selector
         expired: list[Entry] = []
         found = None
-        for od in reversed(q.ready_buckets()):
+        buckets = q.ready_buckets()
+        for p in range(9, -1, -1):
+            od = buckets[p]
             if not od:
                 continue
             for e in od.values():
