@@ -88,6 +88,7 @@ from ternmq.message import Message
 from ternmq.message._types import T
 from ternmq.message.codec import body_offset, decode_message, encode_message
 from ternmq.protocol import commands as c
+from ternmq.protocol.commands import Deliver  # (per message: one lookup compiled, not two)
 from ternmq.selector import Selector, compile_selector
 from ternmq.store import (
     AddMessage,
@@ -1062,6 +1063,10 @@ class Broker:
         # Outside a transaction's commit (whose messages are taken back if a later one fails)
         # a message may go to a waiting consumer as it is enqueued: see _hand_over.
         direct = not paged and self._tx_added is None
+        if not (paged or stored.persistent):  # (no list of the copies: nothing keeps them)
+            for t in targets:
+                self._enqueue(t, stored, now, False, direct)
+            return
         entries = [self._enqueue(t, stored, now, paged, direct) for t in targets]
         if paged:
             self._to_page.extend(entries)  # their bytes leave memory once they are durable
@@ -1709,7 +1714,7 @@ class Broker:
         self._out.append(
             (
                 conn,
-                c.Deliver(
+                Deliver(
                     consumer_id=consumer.id,
                     delivery_id=did,
                     message=data,
