@@ -18,7 +18,11 @@ round-robin among consumers that have prefetch credit (PTP-04) and whose selecto
 admit it at publish time (SUB-01, SUB-03, SUB-07). An acknowledged delivery is removed for
 good; a released one goes back to its place (REL-16), counted as a delivery attempt only if the
 client handed it to the application (JMSXDeliveryCount, REL-10), and is dead-lettered after
-``max_delivery_attempts`` (PSF-01).
+``max_delivery_attempts`` (PSF-01). The dispatch pass runs after each request's handler, on
+the queues it touched; two shortcuts give the same deliveries for less work per message: a
+message sent to a queue with nothing else READY goes to its consumer as it is enqueued
+(``_hand_over``), and a queue with one consumer and no selector drains to it in order
+(``_dispatch_one``).
 
 Sends held for room (PSF-07): a send to a full destination whose policy is ``block`` (or
 ``page`` when it cannot page) is held, not refused, until room frees or ``block_timeout``
