@@ -13,22 +13,43 @@ the lock is free and nothing is queued (the usual case), the request is handled 
 without being queued.
 
 Every one-way request of every ``vm://`` client passes here, twice a message in a 1 -> 1 run
-(the send, the acknowledgement), so this one function is compiled while the embedded broker
+(the send, the acknowledgement), so this module is compiled while the embedded broker
 itself stays interpreted (it subclasses ``broker/host.py``'s ``BrokerHost``, which the
-server's host subclasses too). It reads and calls only what :class:`PostingHost` names.
+server's host subclasses too). It reads and calls only what :class:`PostingHost` names. The
+embedded broker's own draining of the queue (:func:`try_drain`, :func:`drain`) and the
+waking of reply waiters (:func:`resolve_replies`) live here too, for the same reason: the
+thread that finds the lock taken, and the holder letting go, run them for every message.
 """
 
 from __future__ import annotations
 
 import collections
 import functools
-from collections.abc import Callable, Sized
+from collections.abc import Callable
 from typing import Protocol
 
 from ternmq.broker.engine import Broker, BrokerConnection
+from ternmq.errors import JMSException
 from ternmq.protocol import commands as c
 
-__all__ = ["OwnerLock", "PostingHost", "post"]
+__all__ = [
+    "OwnerLock",
+    "PostingHost",
+    "ReplyWaiter",
+    "drain",
+    "post",
+    "resolve_replies",
+    "try_drain",
+]
+
+
+class ReplyWaiter(Protocol):
+    """What the embedded broker wakes once it let go of its lock: a client's reply handle
+    (``transport/_pending.py``'s ``PendingReply``)."""
+
+    def resolve(self, reply: c.Reply | None, error: JMSException | None = None) -> None:
+        """Give the answer and wake whoever waits for it."""
+        ...
 
 
 class OwnerLock(Protocol):
@@ -57,20 +78,8 @@ class PostingHost(Protocol):
         ...
 
     @property
-    def _replies(self) -> Sized:
-        """Replies made under the lock, to resolve once it is free (read: are there any?)."""
-        ...
-
-    def _drain(self) -> None:
-        """Run everything posted so far, in order (the caller holds the lock)."""
-        ...
-
-    def _try_drain(self) -> None:
-        """Drain the posted queue if the lock is free, again while more arrives."""
-        ...
-
-    def _resolve(self) -> None:
-        """Wake the callers of the replies queued under the lock (called without it)."""
+    def _replies(self) -> collections.deque[tuple[ReplyWaiter, c.Reply]]:
+        """Replies made under the lock, to resolve once it is free (:func:`resolve_replies`)."""
         ...
 
     def _commit_due(self, here: bool) -> None:
@@ -93,7 +102,7 @@ def post(host: PostingHost, conn: BrokerConnection, req: c.Request) -> None:
     lock = host.lock
     if posted or not lock.acquire(False):
         posted.append(functools.partial(broker.handle, conn, req))  # no frame of its own
-        host._try_drain()
+        try_drain(host)
         return
     try:
         broker = host.broker
@@ -101,13 +110,52 @@ def post(host: PostingHost, conn: BrokerConnection, req: c.Request) -> None:
             posted.clear()
         else:
             if posted:  # by another thread meanwhile: it came first
-                host._drain()
+                drain(posted)
             broker.handle(conn, req)
     finally:
         lock.release()
     if host._replies:
-        host._resolve()
+        resolve_replies(host._replies)
     if posted:
-        host._try_drain()
+        try_drain(host)
+    elif host._commit_pending:  # (try_drain looks at it too)
+        host._commit_due(False)
+
+
+def try_drain(host: PostingHost) -> None:
+    """Drain ``host``'s posted queue if its lock is free, and again while more arrives; then
+    wake the reply waiters and hand on a due store batch (each holder's duty on letting go
+    of the lock: posted work relies on it). Never blocks on the lock."""
+    posted = host._posted
+    lock = host.lock
+    while posted and lock.acquire(False):
+        try:
+            if host.broker is None:
+                posted.clear()
+            else:
+                drain(posted)
+        finally:
+            lock.release()
+        replies = host._replies
+        if replies:
+            resolve_replies(replies)
     if host._commit_pending:
         host._commit_due(False)
+
+
+def drain(posted: collections.deque[Callable[[], None]]) -> None:
+    """Run everything posted so far, in order (the caller holds the broker lock)."""
+    while posted:
+        posted.popleft()()
+
+
+def resolve_replies(replies: collections.deque[tuple[ReplyWaiter, c.Reply]]) -> None:
+    """Wake the callers of the replies queued under the lock (called without it). Every
+    holder calls this after releasing the lock, so none is left behind; two threads doing so
+    at once each wake different callers (deque operations are atomic)."""
+    while replies:
+        try:
+            pending, reply = replies.popleft()
+        except IndexError:
+            return
+        pending.resolve(reply)

@@ -49,9 +49,9 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any
 
-from ternmq.broker._posting import post
+from ternmq.broker._posting import ReplyWaiter, drain, post, resolve_replies, try_drain
 from ternmq.broker.clock import Clock
 from ternmq.broker.config import BrokerConfig
 from ternmq.broker.engine import BrokerConnection
@@ -80,15 +80,6 @@ def _stop_durable_brokers() -> None:
 
 
 atexit.register(_stop_durable_brokers)
-
-
-class ReplyWaiter(Protocol):
-    """What the embedded broker wakes once it let go of its lock: a client's reply handle
-    (``transport/_pending.py``'s ``PendingReply``)."""
-
-    def resolve(self, reply: c.Reply | None, error: JMSException | None = None) -> None:
-        """Give the answer and wake whoever waits for it."""
-        ...
 
 
 class EmbeddedBroker(BrokerHost):
@@ -249,11 +240,11 @@ class EmbeddedBroker(BrokerHost):
             mine = store is not None and store.batches != batches
             deadline = broker.next_deadline()
         if self._replies:
-            self._resolve()
+            resolve_replies(self._replies)
         if self._commit_pending:
             self._commit_due(mine)
         if self._posted:
-            self._try_drain()
+            try_drain(self)
         if deadline is not None and (self._timer_due is None or deadline < self._timer_due):
             self._reschedule()
 
@@ -302,18 +293,9 @@ class EmbeddedBroker(BrokerHost):
         self._try_drain()
 
     def _try_drain(self) -> None:
-        while self._posted and self.lock.acquire(blocking=False):
-            try:
-                if self.broker is None:
-                    self._posted.clear()
-                else:
-                    self._drain()
-            finally:
-                self.lock.release()
-            if self._replies:
-                self._resolve()
-        if self._commit_pending:
-            self._commit_due(False)
+        """Drain the posted queue if the lock is free, again while more arrives; then wake
+        the reply waiters and hand on a due store batch (``broker/_posting.py``, compiled)."""
+        try_drain(self)
 
     def _commit_soon(self) -> None:
         """The store's owner-commit hook (called inside ``handle``, under the lock): a batch
@@ -337,19 +319,11 @@ class EmbeddedBroker(BrokerHost):
         """Wake the callers of the replies queued under the lock (called without it). Every
         holder calls this after releasing the lock, so none is left behind; two threads doing
         so at once each wake different callers (deque operations are atomic)."""
-        replies = self._replies
-        while replies:
-            try:
-                pending, reply = replies.popleft()
-            except IndexError:
-                return
-            pending.resolve(reply)
+        resolve_replies(self._replies)
 
     def _drain(self) -> None:
         """Run everything posted so far, in order (the caller holds the lock)."""
-        posted = self._posted
-        while posted:
-            posted.popleft()()
+        drain(self._posted)
 
     # ---- the timer ----------------------------------------------------------------------
     def tick(self) -> None:

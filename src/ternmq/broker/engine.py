@@ -18,7 +18,11 @@ round-robin among consumers that have prefetch credit (PTP-04) and whose selecto
 admit it at publish time (SUB-01, SUB-03, SUB-07). An acknowledged delivery is removed for
 good; a released one goes back to its place (REL-16), counted as a delivery attempt only if the
 client handed it to the application (JMSXDeliveryCount, REL-10), and is dead-lettered after
-``max_delivery_attempts`` (PSF-01).
+``max_delivery_attempts`` (PSF-01). The dispatch pass runs after each request's handler, on
+the queues it touched; two shortcuts give the same deliveries for less work per message: a
+message sent to a queue with nothing else READY goes to its consumer as it is enqueued
+(``_hand_over``), and a queue with one consumer and no selector drains to it in order
+(``_dispatch_one``).
 
 Sends held for room (PSF-07): a send to a full destination whose policy is ``block`` (or
 ``page`` when it cannot page) is held, not refused, until room frees or ``block_timeout``
@@ -88,6 +92,7 @@ from ternmq.message import Message
 from ternmq.message._types import T
 from ternmq.message.codec import body_offset, decode_message, encode_message
 from ternmq.protocol import commands as c
+from ternmq.protocol.commands import Deliver  # (per message: one lookup compiled, not two)
 from ternmq.selector import Selector, compile_selector
 from ternmq.store import (
     AddMessage,
@@ -116,9 +121,9 @@ _USER_ID: Final = b"JMSXUserID"  # in an encoded message only if a property has 
 # Above this many octets, a message is searched for _USER_ID before its body only: a 1 MiB
 # body took 0.5 ms to scan, a third of the broker's CPU for a 1 MiB STOMP message.
 _SCAN_WHOLE: Final = 4096
-# The reply to a one-way request (``corr`` 0, never sent: see ``Broker._answer``), shared by
-# the per-message handlers instead of a new one for every quiet send and acknowledgement.
-_OK_ONEWAY: Final = c.Ok(corr=0)
+# Send routes cached per destination text (``Broker._routes``) at most; beyond, sends still
+# resolve their destination, only without the shortcut.
+_MAX_ROUTES: Final = 10_000
 
 
 def _jms_kind(exc: JMSException) -> str:
@@ -196,6 +201,10 @@ class Broker:
         on_warning: Callable[..., None] | None = None,
     ) -> None:
         self.config = config or BrokerConfig()
+        # Settings read for every message, copied out of the (frozen, interpreted) config.
+        self._groups: Final = self.config.groups
+        self._max_message_bytes: Final = self.config.max_message_bytes
+        self._max_memory_bytes: Final = self.config.max_memory_bytes
         self.run_in_owner = run_in_owner or _run_now
         self.store: Store = store if store is not None else MemoryStore()
         self.clock: Clock = clock or SystemClock()
@@ -238,6 +247,10 @@ class Broker:
         # it, in the order they came to wait (see "Sends held for room" above).
         self._parked: dict[Destination, collections.deque[Session]] = {}
         self._dest_cache: dict[str, Destination] = {}
+        # A send's destination text -> the destination and its queue (queues only, not topics):
+        # one string lookup per send instead of parsing, kind tests and two lookups keyed by a
+        # Destination. An entry whose queue was deleted is stale and looked up afresh.
+        self._routes: dict[str, tuple[Destination, MessageQueue]] = {}
         self._tx_added: list[Entry] | None = None  # entries a commit in progress enqueued
         # Sequence access (_sequenced.py): reserved positions per durable key, staged
         # transactions by txid, last committed batch per sink.
@@ -845,7 +858,7 @@ class Broker:
         if s is None:
             raise IllegalStateException(f"session {req.session_id} is closed")
         # Validate now so a transacted send to a bad destination fails at send() (PROD-02).
-        dest = self.check_send(conn, req)
+        dest, q = self._route(conn, req)
         dup_id = req.duplicate_id
         if dup_id is not None:
             self._dedup.check_id(dup_id)
@@ -865,7 +878,7 @@ class Broker:
             self._hold(s, dest, req)
             return None
         try:
-            self._publish(conn, dest, req)
+            self._publish(conn, dest, req, q)
         except ResourceAllocationException:
             if not self._blocks(dest):
                 raise
@@ -873,7 +886,8 @@ class Broker:
             return None
         if dup_id is not None:
             self._record_duplicate_id(dest, req)
-        return c.Ok(corr=req.corr) if req.corr else _OK_ONEWAY
+        # A one-way send that took effect gets no reply at all (not even one _answer drops).
+        return c.Ok(corr=req.corr) if req.corr else None
 
     def _record_duplicate_id(self, dest: Destination, req: c.Send) -> None:
         """``req`` took effect: ``dest`` remembers its id, in the request's store batch
@@ -896,8 +910,18 @@ class Broker:
             JMSSecurityException: the user may not send there.
             JMSException: the priority is outside 0..9.
         """
+        return self._route(conn, req, dest_ok)[0]
+
+    def _route(
+        self, conn: BrokerConnection, req: c.Send | c.StagedSend, dest_ok: bool = False
+    ) -> tuple[Destination, MessageQueue | None]:
+        """:meth:`check_send`, and the queue the message goes to (None for a topic).
+
+        Raises:
+            what :meth:`check_send` raises.
+        """
         size = len(req.message)
-        if size > self.config.max_message_bytes:
+        if size > self._max_message_bytes:
             raise ResourceAllocationException(
                 f"message of {size} bytes exceeds max_message_bytes "
                 f"({self.config.max_message_bytes})"
@@ -906,20 +930,32 @@ class Broker:
             raise JMSException(f"priority {req.priority} is outside 0..9")
         # The calls of resolve, authorize and queue are made only when they have work to do:
         # this runs for every message.
-        dest = self._dest_cache.get(req.destination)
+        text = req.destination
+        route = self._routes.get(text)
+        if route is not None and not route[1].deleted:
+            if not dest_ok and self.authorizer is not None:
+                self.authorize(conn, "send", route[0])
+            return route
+        dest = self._dest_cache.get(text)
         if dest is None:
             try:
-                dest = self.resolve(req.destination)
+                dest = self.resolve(text)
             except JMSException as exc:
                 raise InvalidDestinationException(str(exc)) from exc
-        if not dest_ok:
-            if self.authorizer is not None:
-                self.authorize(conn, "send", dest)
-            if dest.is_topic:
+        if not dest_ok and self.authorizer is not None:
+            self.authorize(conn, "send", dest)
+        if dest.is_topic:
+            if not dest_ok:
                 self._topic(dest)
-            elif dest not in self.queues:
-                self.queue(dest)
-        return dest
+            return dest, None
+        q = self.queues.get(dest)
+        if q is None:
+            if dest_ok:  # (checked already in this request: it exists, or it is an error)
+                return dest, None
+            q = self.queue(dest)
+        if len(self._routes) < _MAX_ROUTES or route is not None:
+            self._routes[text] = (dest, q)
+        return dest, q
 
     def _hold(self, s: Session, dest: Destination, req: c.Send) -> None:
         """Hold a send until room frees in ``dest`` or its ``block_timeout`` passes (PSF-07),
@@ -993,21 +1029,28 @@ class Broker:
         self._answer(conn, req, c.Ok(corr=req.corr))
 
     def _publish(
-        self, conn: BrokerConnection, dest: Destination, req: c.Send | c.StagedSend
+        self,
+        conn: BrokerConnection,
+        dest: Destination,
+        req: c.Send | c.StagedSend,
+        q: MessageQueue | None = None,
     ) -> None:
-        """Route one message to its queue or to every admitting subscription, all or none."""
+        """Route one message to its queue (``q`` when the caller has it) or to every
+        admitting subscription, all or none."""
         stored = Stored(
             req.message,
             req.persistent,
             req.priority,
             req.expiration,
             req.delivery_time,
-            req.group_id if self.config.groups else None,
+            req.group_id if self._groups else None,
             req.group_seq,
             conn,
             conn.client_id,
         )
-        if dest.is_topic:
+        if q is not None:
+            targets = [q]
+        elif dest.is_topic:
             targets = [sub.queue for sub in self._topic(dest) if sub.admits(stored)]
         else:
             targets = [self.queue(dest)]
@@ -1020,13 +1063,20 @@ class Broker:
                     f"{self.config.max_memory_bytes}): consume messages or raise the limit"
                 )
             paged = True  # PSF-07: kept on disk only, read back when it is delivered
-        now = self.clock.now_ms()
-        entries = [self._enqueue(q, stored, now, paged) for q in targets]
+        now = self.clock.now_ms()  # the one clock read of a send (its hand-over reuses it)
+        # Outside a transaction's commit (whose messages are taken back if a later one fails)
+        # a message may go to a waiting consumer as it is enqueued: see _hand_over.
+        direct = not paged and self._tx_added is None
+        if not (paged or stored.persistent):  # (no list of the copies: nothing keeps them)
+            for t in targets:
+                self._enqueue(t, stored, now, False, direct)
+            return
+        entries = [self._enqueue(t, stored, now, paged, direct) for t in targets]
         if paged:
             self._to_page.extend(entries)  # their bytes leave memory once they are durable
         if stored.persistent:
-            for q in targets:  # a loop, not any(generator): this runs once per message
-                if q.durable:
+            for t in targets:  # a loop, not any(generator): this runs once per message
+                if t.durable:
                     self._unstored.extend(entries)  # every copy goes if the store refuses it
                     break
 
@@ -1064,7 +1114,7 @@ class Broker:
 
     def _full(self, targets: list[MessageQueue], size: int) -> MessageQueue | None:
         """The first target that cannot take ``size`` more bytes, or None (PSF-07)."""
-        limit = self.config.max_memory_bytes
+        limit = self._max_memory_bytes
         cost = (size + COPY_OVERHEAD) * len(targets)  # what the copies will hold (Entry.held)
         if limit and targets and self.total_bytes + self.staged_bytes + cost > limit:
             return targets[0]
@@ -1088,7 +1138,11 @@ class Broker:
         """A send to a full ``dest`` waits (policy ``block``, or ``page`` when it cannot page)."""
         return self.config.policy_for(str(dest)).full_policy in ("block", "page")
 
-    def _enqueue(self, q: MessageQueue, stored: Stored, now: int, paged: bool = False) -> Entry:
+    def _enqueue(
+        self, q: MessageQueue, stored: Stored, now: int, paged: bool = False, direct: bool = False
+    ) -> Entry:
+        """Add ``stored`` to ``q``; ``direct``: it may go to a waiting consumer at once
+        (:meth:`_hand_over`), else ``q`` is dispatched when the request's handler is done."""
         e = q.add(stored, now, held=0 if paged else None)
         if self._tx_added is not None:
             self._tx_added.append(e)
@@ -1111,8 +1165,10 @@ class Broker:
             )
         if stored.delivery_time > now:
             self.add_timer(stored.delivery_time, q)
-        elif q.consumers:  # (with none, _dispatch has nothing to do: a new one marks it)
-            self._dirty.add(q)
+        elif q.consumers and not (direct and q.ready_count == 1 and self._hand_over(q, e, now)):
+            self._dirty.add(
+                q
+            )  # (with no consumer, _dispatch has nothing to do: a new one marks it)
         if stored.expiration:
             self.arm_reaper(now)
         return e
@@ -1122,13 +1178,13 @@ class Broker:
         messages, or (``q`` None) retry blocked sends."""
         heapq.heappush(self._timers, (due, next(self._timer_seq), q))
 
-    def _on_ack(self, conn: BrokerConnection, req: c.Ack) -> c.Reply:
+    def _on_ack(self, conn: BrokerConnection, req: c.Ack) -> c.Reply | None:
         s = self._session(conn, req.session_id)
         for did in req.delivery_ids:
             e = s.outstanding.pop(did, None)
             if e is not None:
                 self.finish(e)
-        return c.Ok(corr=req.corr) if req.corr else _OK_ONEWAY
+        return c.Ok(corr=req.corr) if req.corr else None  # one-way: no reply to drop
 
     def _on_expired(self, conn: BrokerConnection, req: c.Expired) -> c.Reply:
         s = self._session(conn, req.session_id)
@@ -1538,7 +1594,10 @@ class Broker:
         if q.policy.exclusive:
             consumers = consumers[:1]
         now = self.clock.now_ms()
-        groups = self.config.groups and q.has_groups
+        groups = self._groups and q.has_groups
+        if len(consumers) == 1 and consumers[0].selector is None and not groups:
+            self._dispatch_one(q, consumers[0], now)
+            return
         while q.ready_count:
             n = len(consumers)
             progressed = False
@@ -1556,11 +1615,58 @@ class Broker:
             if not progressed:
                 return
 
+    def _hand_over(self, q: MessageQueue, e: Entry, now: int) -> bool:
+        """Deliver ``e``, the one READY entry of ``q``, as :meth:`_dispatch` would (the next
+        consumer in round-robin order with credit whose selector matches, PTP-04, PTP-05),
+        without marking ``q`` dirty, reading the clock again or searching the queue: the
+        usual case of a message sent to a queue whose consumer keeps up. Returns False, and
+        leaves ``e`` to :meth:`_dispatch`, if no consumer takes it now or it needs more than
+        this (it expired, or it belongs to a message group)."""
+        st = e.stored
+        if (st.expiration and st.expiration <= now) or (st.group_id is not None and self._groups):
+            return False
+        consumers = q.consumers
+        n = 1 if q.policy.exclusive else len(consumers)
+        rr = q.rr
+        for i in range(n):
+            consumer = consumers[(rr + i) % n]
+            if consumer.credit <= 0 and consumer.pull <= 0:
+                continue
+            selector = consumer.selector
+            if selector is not None and not selector.matches(self.view(e)):
+                continue
+            self._deliver(q, consumer, e, False)
+            q.rr = (rr + i + 1) % n
+            return True
+        return False
+
+    def _dispatch_one(self, q: MessageQueue, consumer: Consumer, now: int) -> None:
+        """:meth:`_dispatch` for a queue with one consumer (or an exclusive queue) without a
+        selector or message groups: the READY entries in dispatch order while it has credit,
+        the expired ones met on the way expired (PSF-05), without a search per message."""
+        q.rr = 0
+        buckets = q.ready_buckets()
+        p = 9
+        while q.ready_count and (consumer.credit > 0 or consumer.pull > 0):
+            od = buckets[p]
+            if not od:
+                p -= 1
+                continue
+            e = next(iter(od.values()))
+            expiration = e.stored.expiration
+            if expiration and expiration <= now:
+                self._expire(e)
+                p = 9  # (an expired message may be diverted anywhere: look from the top)
+                continue
+            self._deliver(q, consumer, e, False)
+
     def _find(self, q: MessageQueue, consumer: Consumer, now: int, groups: bool) -> Entry | None:
         selector = consumer.selector
         expired: list[Entry] = []
         found = None
-        for od in reversed(q.ready_buckets()):
+        buckets = q.ready_buckets()
+        for p in range(9, -1, -1):
+            od = buckets[p]
             if not od:
                 continue
             for e in od.values():
@@ -1606,13 +1712,16 @@ class Broker:
                 q.groups.pop(st.group_id, None)  # the group is closed (PSF-03)
             else:
                 q.groups[st.group_id] = consumer
+        data = st.data
+        if data is None:  # paged out: read back from the store
+            data = self.data(e)
         self._out.append(
             (
                 conn,
-                c.Deliver(
+                Deliver(
                     consumer_id=consumer.id,
                     delivery_id=did,
-                    message=self.data(e),
+                    message=data,
                     delivery_count=e.count + 1,
                     expiration=st.expiration,
                 ),
@@ -1759,6 +1868,20 @@ class Broker:
         sees events and replies in the order the broker produced them.
         """
         ops, out = self._ops, self._out
+        if not ops and not self._pending:
+            # Nothing to write and nothing waiting (a non-persistent send, an acknowledgement):
+            # the output leaves now, and the lists that stayed empty are kept.
+            if self._unstored:
+                self._unstored = []
+            if self._removed:
+                self._removed = []
+            if self._to_page:
+                self._to_page = []
+            if out:
+                self._out = []
+                for conn, cmd in out:
+                    conn.emit(cmd)
+            return
         self._ops = []
         self._out = []
         store = self.store
