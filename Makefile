@@ -91,7 +91,8 @@ test-compiled: wheel-compiled
 	    sys.exit('not the compiled install' if not ternmq.compiled() else 0)"
 	TERNMQ_CONFORMANCE_TRANSPORTS=vm TERNMQ_CONFORMANCE_POSTGRES=off \
 	    $(CPY) -m pytest -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests/conformance \
-	    tests/unit/test_handle_batch.py tests/unit/test_variant.py
+	    tests/unit/test_handle_batch.py tests/unit/test_variant.py \
+	    tests/unit/test_hand_over.py
 
 bench: $(SPARK)
 	$(PY) -m benchmarks
