@@ -8,9 +8,11 @@ import base64
 import json
 import pathlib
 import time
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from ternmq import (
     BytesMessage,
@@ -220,5 +222,72 @@ def test_persistent_send_with_receipt_survives_sigkill(tmp_path: pathlib.Path) -
         with stomp(port) as cl:
             cl.call("SUBSCRIBE", [("id", "s"), ("destination", "/queue/x.durable")])
             assert [cl.recv().body for _ in range(20)] == [f"m{i}".encode() for i in range(20)]
+    finally:
+        server.kill()
+
+
+def _commits(http_url: str) -> float:
+    """``ternmq_store_commits_total`` of the server at ``http_url``."""
+    with urllib.request.urlopen(f"{http_url}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "ternmq_store_commits_total":
+                return sample.value
+    raise AssertionError("no ternmq_store_commits_total in /metrics")
+
+
+def test_persistent_sends_an_auto_ack_subscriber_takes_at_once_are_never_written(
+    tmp_path: pathlib.Path,
+) -> None:
+    # Concurrent store and dispatch: an ack:auto subscriber consumes a persistent message as
+    # it is sent, so the store writes nothing for it (SQLite commits are counted), and after a
+    # SIGKILL nothing comes back; a client-ack subscriber's messages are written and
+    # acknowledged as before, and an unacknowledged one comes back.
+    data = tmp_path / "data"
+    server, port = start_server(tmp_path, data_dir=data, http=True)
+    try:
+        url = server.http_url
+        with stomp(port) as auto, stomp(port) as client, stomp(port) as producer:
+            auto.call("SUBSCRIBE", [("id", "a"), ("destination", "/queue/x.cs-auto")])
+            client.call(
+                "SUBSCRIBE",
+                [("id", "c"), ("destination", "/queue/x.cs-client"), ("ack", "client")],
+            )
+            for q in ("auto", "client"):  # a queue's first message reserves its positions
+                producer.call("SEND", [("destination", f"/queue/x.cs-{q}"), ("persistent", "true")])
+            assert auto.recv().command == "MESSAGE"
+            first = client.recv()
+            client.call("ACK", [("id", first.get("ack") or "")])
+            before = _commits(url)
+            for i in range(40):
+                producer.call(
+                    "SEND",
+                    [("destination", "/queue/x.cs-auto"), ("persistent", "true")],
+                    f"a{i}".encode(),
+                )
+                assert auto.recv().body == f"a{i}".encode()
+            assert _commits(url) - before <= 4  # a commit a message (and its ack's) before
+            before = _commits(url)
+            for i in range(10):
+                producer.call(
+                    "SEND",
+                    [("destination", "/queue/x.cs-client"), ("persistent", "true")],
+                    f"c{i}".encode(),
+                )
+                assert client.recv().body == f"c{i}".encode()
+            assert _commits(url) - before >= 10  # written before it was delivered
+            server.proc.kill()  # c0..c9 delivered, none acknowledged
+            server.proc.wait(10)
+    finally:
+        server.kill()
+    server, port = start_server(tmp_path, data_dir=data)
+    try:
+        with stomp(port) as cl:
+            cl.call("SUBSCRIBE", [("id", "c"), ("destination", "/queue/x.cs-client")])
+            assert [cl.recv().body for _ in range(10)] == [f"c{i}".encode() for i in range(10)]
+            cl.call("SUBSCRIBE", [("id", "a"), ("destination", "/queue/x.cs-auto")])
+            with pytest.raises(TimeoutError):
+                cl.recv(timeout=0.5)  # every a{i} was consumed: none was ever stored
     finally:
         server.kill()

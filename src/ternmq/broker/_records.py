@@ -61,6 +61,7 @@ class Consumer:
     """The broker's side of one consumer: its queue, selector and prefetch credit."""
 
     __slots__ = (
+        "acked_when_sent",
         "credit",
         "id",
         "outstanding",
@@ -90,6 +91,8 @@ class Consumer:
         self.pull = 0
         self.sub = sub
         self.outstanding: set[int] = set()
+        # STOMP ack:auto: a delivery counts as consumed once sent (Broker._settle_sent)
+        self.acked_when_sent = False
 
     def wants(self) -> bool:
         """Whether the consumer may take a message now (prefetch credit or a pull)."""

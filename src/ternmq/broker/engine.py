@@ -232,6 +232,9 @@ class Broker:
         self._to_page: list[Entry] = []
         self._unstored: list[Entry] = []  # entries whose message this batch makes durable
         self._removed: list[Entry] = []  # entries whose message this batch removes (acked)
+        # Deliveries of PERSISTENT messages to consumers that count them consumed once sent
+        # (STOMP ack:auto): if this batch writes nothing but their inserts, none is written.
+        self._sent: list[Entry] = []
         # Group commits reported by the store's thread, not yet applied: (tokens, error).
         self._completed: collections.deque[tuple[list[int], BaseException | None]] = (
             collections.deque()
@@ -362,12 +365,12 @@ class Broker:
         wrote to the store), then write the last request's store batch with its output."""
         if mark:
             out, ops, unstored = self._out, self._ops, self._unstored
-            removed, to_page = self._removed, self._to_page
+            removed, to_page, sent = self._removed, self._to_page, self._sent
             self._out, self._ops, self._unstored = out[:mark], [], []
-            self._removed, self._to_page = [], []
+            self._removed, self._to_page, self._sent = [], [], []
             self._flush()
             self._out, self._ops, self._unstored = out[mark:], ops, unstored
-            self._removed, self._to_page = removed, to_page
+            self._removed, self._to_page, self._sent = removed, to_page, sent
         self._flush()
 
     def _handle_one(self, conn: BrokerConnection, req: c.Request) -> None:
@@ -684,6 +687,7 @@ class Broker:
             consumer = Consumer(req.consumer_id, s, sub.queue, None, prefetch, sub)
         if req.credit is not None:
             consumer.credit = min(max(0, req.credit), prefetch)
+        consumer.acked_when_sent = req.acked_when_sent
         consumer.queue.consumers.append(consumer)
         s.consumers[consumer.id] = consumer
         self._dirty.add(consumer.queue)
@@ -1703,10 +1707,13 @@ class Broker:
         else:
             consumer.credit -= 1
         st = e.stored
-        if st.persistent and q.durable and self.config.persist_delivery_count:
-            # A-15: "delivered at least once" is durable before the delivery leaves, so a
-            # message delivered before a crash comes back marked redelivered (REL-12).
-            self._ops.append(SetDeliveryCount(q.key, e.seq, e.count + 1))
+        if st.persistent and q.durable:
+            if self.config.persist_delivery_count:
+                # A-15: "delivered at least once" is durable before the delivery leaves, so a
+                # message delivered before a crash comes back marked redelivered (REL-12).
+                self._ops.append(SetDeliveryCount(q.key, e.seq, e.count + 1))
+            if consumer.acked_when_sent:
+                self._sent.append(e)
         if groups and st.group_id is not None:
             if st.group_seq < 0:
                 q.groups.pop(st.group_id, None)  # the group is closed (PSF-03)
@@ -1867,6 +1874,8 @@ class Broker:
         (:meth:`_apply_completions`); output of later requests queues behind it, so every connection
         sees events and replies in the order the broker produced them.
         """
+        if self._sent:
+            self._settle_sent()
         ops, out = self._ops, self._out
         if not ops and not self._pending:
             # Nothing to write and nothing waiting (a non-persistent send, an acknowledgement):
@@ -1905,6 +1914,40 @@ class Broker:
         else:
             for conn, cmd in out:
                 conn.emit(cmd)
+
+    def _settle_sent(self) -> None:
+        """Concurrent store and dispatch (as ActiveMQ's for queues): if everything this
+        request would write is the insert (and delivery count) of PERSISTENT messages that it
+        also delivered to consumers that count a message consumed once sent (STOMP
+        ``ack:auto``), and no earlier batch is still waiting, those messages are consumed now
+        and nothing is written: the sender's receipt and the deliveries leave together at
+        once, with no commit. Otherwise the batch is written as usual, and the deliveries are
+        acknowledged by the consumers' ``Ack`` once sent."""
+        sent, self._sent = self._sent, []
+        if self._pending:  # the output would wait behind an earlier batch: no
+            return
+        keys = {(e.queue.key, e.seq) for e in sent}
+        inserts = 0
+        for op in self._ops:
+            if type(op) is AddMessage:
+                inserts += 1
+                key = (op.dest, op.seq)
+            elif type(op) is SetDeliveryCount:
+                key = (op.dest, op.seq)
+            else:
+                return  # anything else (a removal, a duplicate id, ...) is written
+            if key not in keys:
+                return
+        if inserts != len(keys):  # one of them was written before: its removal must be
+            return
+        self._ops = []
+        self._unstored = []
+        for e in sent:
+            did = e.delivery_id
+            e.session.outstanding.pop(did, None)  # its Ack finds nothing left to do
+            e.consumer.outstanding.discard(did)
+            e.queue.remove(e)
+            self.total_bytes -= e.held
 
     def _release_done(self) -> None:
         """Emit the output whose store batches are done, in order (``_gate.py``)."""

@@ -144,7 +144,12 @@ class CloseSession(_Request, frozen=True, kw_only=True, tag=True):
 
 
 class CreateConsumer(_Request, frozen=True, kw_only=True, tag=True):
-    """Create a consumer (and, for topics, its subscription)."""
+    """Create a consumer (and, for topics, its subscription).
+
+    ``acked_when_sent``: the consumer counts a message as consumed once the broker sends it
+    (STOMP's ``ack:auto``; its deliveries are still acknowledged by an ``Ack``). A PERSISTENT
+    message it takes while its insert is not yet written, when nothing else is to be written
+    or waited for, is then never written at all: the broker's concurrent store and dispatch."""
 
     session_id: int
     consumer_id: int
@@ -155,6 +160,7 @@ class CreateConsumer(_Request, frozen=True, kw_only=True, tag=True):
     subscription: str | None = None
     prefetch: int = 100
     credit: int | None = None
+    acked_when_sent: bool = False
 
 
 class CloseConsumer(_Request, frozen=True, kw_only=True, tag=True):

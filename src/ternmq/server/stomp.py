@@ -53,6 +53,13 @@ Deliveries: a ``Deliver`` becomes a MESSAGE frame (``server/_stomp_mapping.py``)
 is queued for the socket; while the socket's write buffer is full the credit is held, so a
 consumer that does not read cannot make the server buffer more than its prefetch. For
 ``client`` and ``client-individual`` the credit returns on ACK or NACK.
+
+Concurrent store and dispatch: an ``ack:auto`` subscription is created with
+``acked_when_sent``, so a PERSISTENT message that it takes as it is sent (the subscriber
+keeps up, and nothing else waits to be written) is consumed at once and never written: the
+sender's receipt and the MESSAGE leave together, without a commit. Its ``Ack`` then finds
+nothing left to do. A message the subscriber does not take at once is written first, as
+before.
 """
 
 from __future__ import annotations
@@ -616,6 +623,7 @@ class StompConnection(GatewayConnection):
                 kind=kind,
                 subscription=name,
                 prefetch=prefetch,
+                acked_when_sent=ack == "auto",
             ),
             frame.get("receipt"),
         )
