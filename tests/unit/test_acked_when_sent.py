@@ -239,3 +239,25 @@ def test_a_batch_of_sends_in_one_read_each_taken_as_sent() -> None:
     assert sum(isinstance(x, c.Deliver) for x in out) == 5
     assert [x.corr for x in out if isinstance(x, c.Ok)] == [10, 11, 12, 13, 14]
     assert _depth(h) == 0
+
+
+def test_a_transacted_session_s_consumer_never_counts_a_message_consumed_when_sent() -> None:
+    store = _Later()
+    h = EngineHarness(store=store)
+    out: list[c.Command] = []
+    conn = h.broker.connect(out.append)
+    for req in [
+        c.Connect(corr=1),
+        c.CreateSession(corr=2, session_id=1),
+        c.CreateSession(corr=3, session_id=2, transacted=True),
+        c.CreateConsumer(corr=4, session_id=2, consumer_id=20, destination=Q, acked_when_sent=True),
+        _send(5, 0),  # reserves the queue's positions
+    ]:
+        h.broker.handle(conn, req)
+    store.commit()
+    store.handed.clear()
+    h.broker.handle(conn, _send(10, 1))
+    assert store.kinds() == [["AddMessage", "SetDeliveryCount"]]  # written: its commit decides
+    store.commit()
+    h.broker.handle(conn, c.Rollback(corr=11, session_id=2))
+    assert _depth(h) == 2  # both messages back in the queue

@@ -687,7 +687,8 @@ class Broker:
             consumer = Consumer(req.consumer_id, s, sub.queue, None, prefetch, sub)
         if req.credit is not None:
             consumer.credit = min(max(0, req.credit), prefetch)
-        consumer.acked_when_sent = req.acked_when_sent
+        # (a transacted session's messages are consumed at its commit, not when sent)
+        consumer.acked_when_sent = req.acked_when_sent and not s.transacted
         consumer.queue.consumers.append(consumer)
         s.consumers[consumer.id] = consumer
         self._dirty.add(consumer.queue)
