@@ -237,6 +237,17 @@ def _commits(http_url: str) -> float:
     raise AssertionError("no ternmq_store_commits_total in /metrics")
 
 
+def _send_and_take(producer: StompRaw, subscriber: StompRaw, kind: str, n: int) -> None:
+    """``n`` persistent SENDs with receipts to ``/queue/x.cs-KIND``, bodies ``k0``... (k the
+    first letter of ``kind``), each taken by ``subscriber`` before the next."""
+    for i in range(n):
+        body = f"{kind[0]}{i}".encode()
+        producer.call(
+            "SEND", [("destination", f"/queue/x.cs-{kind}"), ("persistent", "true")], body
+        )
+        assert subscriber.recv().body == body
+
+
 def test_persistent_sends_an_auto_ack_subscriber_takes_at_once_are_never_written(
     tmp_path: pathlib.Path,
 ) -> None:
@@ -260,22 +271,10 @@ def test_persistent_sends_an_auto_ack_subscriber_takes_at_once_are_never_written
             first = client.recv()
             client.call("ACK", [("id", first.get("ack") or "")])
             before = _commits(url)
-            for i in range(40):
-                producer.call(
-                    "SEND",
-                    [("destination", "/queue/x.cs-auto"), ("persistent", "true")],
-                    f"a{i}".encode(),
-                )
-                assert auto.recv().body == f"a{i}".encode()
+            _send_and_take(producer, auto, "auto", 40)
             assert _commits(url) - before <= 4  # a commit a message (and its ack's) before
             before = _commits(url)
-            for i in range(10):
-                producer.call(
-                    "SEND",
-                    [("destination", "/queue/x.cs-client"), ("persistent", "true")],
-                    f"c{i}".encode(),
-                )
-                assert client.recv().body == f"c{i}".encode()
+            _send_and_take(producer, client, "client", 10)
             assert _commits(url) - before >= 10  # written before it was delivered
             server.proc.kill()  # c0..c9 delivered, none acknowledged
             server.proc.wait(10)

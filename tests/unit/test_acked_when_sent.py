@@ -7,49 +7,15 @@ removal. A consumer without the flag always has the message written first."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
+from _later_store import LaterStore
 from ternmq.broker.engine import BrokerConnection
 from ternmq.message import TextMessage
 from ternmq.message.codec import encode_message
 from ternmq.protocol import commands as c
-from ternmq.store import AddMessage, MemoryStore, Op, RemoveMessage
+from ternmq.store import AddMessage, RemoveMessage
 from ternmq.testing import EngineHarness
 
 Q = "queue://sent"
-
-
-class _Later(MemoryStore):
-    """A disk-like store: a batch is durable when the test says (``commit``); every batch
-    handed over is kept in ``handed``."""
-
-    synchronous = False
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.handed: list[list[Op]] = []
-        self.tokens: list[int] = []
-        self.report: Callable[[list[int], BaseException | None], None] | None = None
-
-    def submit(self, ops: Sequence[Op], token: int) -> None:
-        """Keep the batch and its token until :meth:`commit`."""
-        self.handed.append(list(ops))
-        self.write(ops)
-        self.tokens.append(token)
-
-    def set_completion(self, callback: Callable[[list[int], BaseException | None], None]) -> None:
-        """Where :meth:`commit` reports."""
-        self.report = callback
-
-    def commit(self) -> None:
-        """Report every batch kept so far as durable."""
-        tokens, self.tokens = self.tokens, []
-        assert self.report is not None
-        self.report(tokens, None)
-
-    def kinds(self) -> list[list[str]]:
-        """The operations of every batch so far, by type name."""
-        return [[type(op).__name__ for op in ops] for ops in self.handed]
 
 
 def _send(corr: int, n: int, *, dest: str = Q, persistent: bool = True, **kw: object) -> c.Send:
@@ -65,11 +31,11 @@ def _send(corr: int, n: int, *, dest: str = Q, persistent: bool = True, **kw: ob
 
 def _engine(
     acked_when_sent: bool = True, dest: str = Q, **settings: object
-) -> tuple[EngineHarness, _Later, list[c.Command], BrokerConnection]:
-    """An engine on a :class:`_Later` store with a producer session (1) and a consumer
+) -> tuple[EngineHarness, LaterStore, list[c.Command], BrokerConnection]:
+    """An engine on a :class:`LaterStore` store with a producer session (1) and a consumer
     session (2) holding one consumer (20) on ``dest``; the queue's positions are reserved
     (its first write) before the test starts."""
-    store = _Later()
+    store = LaterStore()
     h = EngineHarness(store=store, **settings)
     out: list[c.Command] = []
     conn = h.broker.connect(out.append)
@@ -184,7 +150,7 @@ def test_a_send_that_writes_something_else_too_is_written_whole() -> None:
 
 
 def test_a_topic_copy_for_another_durable_subscriber_keeps_the_message_written() -> None:
-    store = _Later()
+    store = LaterStore()
     h = EngineHarness(store=store)
     out: list[c.Command] = []
     conn = h.broker.connect(out.append)
@@ -242,7 +208,7 @@ def test_a_batch_of_sends_in_one_read_each_taken_as_sent() -> None:
 
 
 def test_a_transacted_session_s_consumer_never_counts_a_message_consumed_when_sent() -> None:
-    store = _Later()
+    store = LaterStore()
     h = EngineHarness(store=store)
     out: list[c.Command] = []
     conn = h.broker.connect(out.append)

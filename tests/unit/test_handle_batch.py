@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from _later_store import LaterStore
 from ternmq.broker.config import DestinationPolicy
 from ternmq.message import TextMessage
 from ternmq.message.codec import encode_message
@@ -243,36 +244,10 @@ def test_a_one_request_read_answers_as_handle_would() -> None:
     assert next(iter(h.broker.connections.values()), None) is None  # Disconnect closed it
 
 
-class _Later(MemoryStore):
-    """A store that answers as a disk store does: a batch is durable when the test says."""
-
-    synchronous = False
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tokens: list[int] = []
-        self.report: Callable[[list[int], BaseException | None], None] | None = None
-
-    def submit(self, ops: Sequence[Op], token: int) -> None:
-        """Keep the batch (written at once) and its token until :meth:`commit`."""
-        self.write(ops)
-        self.tokens.append(token)
-
-    def set_completion(self, callback: Callable[[list[int], BaseException | None], None]) -> None:
-        """Where :meth:`commit` reports."""
-        self.report = callback
-
-    def commit(self) -> None:
-        """Report every batch kept so far as durable."""
-        tokens, self.tokens = self.tokens, []
-        assert self.report is not None
-        self.report(tokens, None)
-
-
 def test_submitted_counts_the_store_batches_a_read_made_and_replies_wait_for_them() -> None:
     # A gateway compares Broker.submitted around a read to know whether its reply waits for
     # a commit (the server's owner commit, ``due_awaited``).
-    store = _Later()
+    store = LaterStore()
     h = EngineHarness(store=store)
     out: list[c.Command] = []
     conn = h.broker.connect(out.append)
