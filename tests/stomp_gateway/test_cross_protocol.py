@@ -8,11 +8,9 @@ import base64
 import json
 import pathlib
 import time
-import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from ternmq import (
     BytesMessage,
@@ -24,7 +22,7 @@ from ternmq import (
     Topic,
 )
 
-from ._support import StompRaw, start_server
+from ._support import StompRaw, start_server, store_commits
 
 
 @pytest.fixture(scope="module")
@@ -226,17 +224,6 @@ def test_persistent_send_with_receipt_survives_sigkill(tmp_path: pathlib.Path) -
         server.kill()
 
 
-def _commits(http_url: str) -> float:
-    """``ternmq_store_commits_total`` of the server at ``http_url``."""
-    with urllib.request.urlopen(f"{http_url}/metrics", timeout=10) as reply:
-        text = reply.read().decode()
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == "ternmq_store_commits_total":
-                return sample.value
-    raise AssertionError("no ternmq_store_commits_total in /metrics")
-
-
 def _send_and_take(producer: StompRaw, subscriber: StompRaw, kind: str, n: int) -> None:
     """``n`` persistent SENDs with receipts to ``/queue/x.cs-KIND``, bodies ``k0``... (k the
     first letter of ``kind``), each taken by ``subscriber`` before the next."""
@@ -270,12 +257,12 @@ def test_persistent_sends_an_auto_ack_subscriber_takes_at_once_are_never_written
             assert auto.recv().command == "MESSAGE"
             first = client.recv()
             client.call("ACK", [("id", first.get("ack") or "")])
-            before = _commits(url)
+            before = store_commits(url)
             _send_and_take(producer, auto, "auto", 40)
-            assert _commits(url) - before <= 4  # a commit a message (and its ack's) before
-            before = _commits(url)
+            assert store_commits(url) - before <= 4  # a commit a message (and its ack's) before
+            before = store_commits(url)
             _send_and_take(producer, client, "client", 10)
-            assert _commits(url) - before >= 10  # written before it was delivered
+            assert store_commits(url) - before >= 10  # written before it was delivered
             server.proc.kill()  # c0..c9 delivered, none acknowledged
             server.proc.wait(10)
     finally:

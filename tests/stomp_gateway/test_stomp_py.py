@@ -4,6 +4,7 @@ receipts."""
 
 from __future__ import annotations
 
+import pathlib
 import queue
 import threading
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ stomp = pytest.importorskip("stomp")
 
 from ternmq import ConnectionFactory, Queue  # noqa: E402
 
-from ._support import start_server  # noqa: E402
+from ._support import start_server, store_commits  # noqa: E402
 
 TIMEOUT = 10.0
 
@@ -222,3 +223,40 @@ def test_nul_in_a_property_drops_that_header_only(
     assert f.headers["message-id"] == m.jms_message_id
     assert inbox.get().body == "next"
     assert not inbox.errors
+
+
+def test_persistent_sends_an_auto_ack_subscriber_takes_at_once_are_not_written(
+    tmp_path: pathlib.Path,
+) -> None:
+    # Concurrent store and dispatch seen from stomp.py: persistent SENDs with receipts that
+    # an ack:auto subscriber takes as they arrive all arrive, cost no store commit, and
+    # nothing of them comes back after a SIGKILL and a restart.
+    data = tmp_path / "data"
+    server, port = start_server(tmp_path, data_dir=data, http=True)
+    try:
+        url = server.http_url
+        (sub, inbox), (pub, outbox) = connect(port), connect(port)
+        sub.subscribe("/queue/py.cs", id="1", ack="auto", receipt="sub")
+        inbox.wait_receipt("sub")
+        pub.send("/queue/py.cs", "first", persistent="true", receipt="r-first")
+        outbox.wait_receipt("r-first")  # (a queue's first message reserves its positions)
+        assert inbox.get().body == "first"
+        before = store_commits(url)
+        for i in range(30):
+            pub.send("/queue/py.cs", f"m{i}", persistent="true", receipt=f"r{i}")
+            outbox.wait_receipt(f"r{i}")
+            assert inbox.get().body == f"m{i}"
+        assert store_commits(url) - before <= 3  # one a message, and one an ack, before
+        server.proc.kill()
+        server.proc.wait(10)
+    finally:
+        server.kill()
+    server, port = start_server(tmp_path, data_dir=data)
+    try:
+        conn, inbox = connect(port)
+        conn.subscribe("/queue/py.cs", id="1", ack="auto", receipt="sub")
+        inbox.wait_receipt("sub")
+        inbox.none()  # all were consumed: none was stored
+        conn.disconnect()
+    finally:
+        server.kill()

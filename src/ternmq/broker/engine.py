@@ -1203,17 +1203,22 @@ class Broker:
 
     def finish(self, e: Entry) -> None:
         """An acknowledged (or committed) delivery leaves its queue for good."""
+        q = e.queue
+        if self._consumed(e) and e.stored.persistent and q.durable:
+            self._ops.append(RemoveMessage(q.key, e.seq))
+            self._removed.append(e)  # back into its queue if the removal is not durable
+
+    def _consumed(self, e: Entry) -> bool:
+        """Take ``e`` off its consumer's outstanding deliveries and out of its queue and the
+        memory count; False if it had left already (nothing of it to remove from the store)."""
         consumer = e.consumer
         if consumer is not None:
             consumer.outstanding.discard(e.delivery_id)
-        q = e.queue
         if e.state == GONE:
-            return
-        q.remove(e)
+            return False
+        e.queue.remove(e)
         self.total_bytes -= e.held
-        if e.stored.persistent and q.durable:
-            self._ops.append(RemoveMessage(q.key, e.seq))
-            self._removed.append(e)  # back into its queue if the removal is not durable
+        return True
 
     def _on_release(self, conn: BrokerConnection, req: c.Release) -> c.Reply:
         s = self._session(conn, req.session_id)
@@ -1944,11 +1949,8 @@ class Broker:
         self._ops = []
         self._unstored = []
         for e in sent:
-            did = e.delivery_id
-            e.session.outstanding.pop(did, None)  # its Ack finds nothing left to do
-            e.consumer.outstanding.discard(did)
-            e.queue.remove(e)
-            self.total_bytes -= e.held
+            e.session.outstanding.pop(e.delivery_id, None)  # its Ack finds nothing left to do
+            self._consumed(e)
 
     def _release_done(self) -> None:
         """Emit the output whose store batches are done, in order (``_gate.py``)."""
