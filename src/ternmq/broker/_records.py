@@ -63,6 +63,7 @@ class Consumer:
     __slots__ = (
         "acked_when_sent",
         "credit",
+        "defer_skip",
         "id",
         "outstanding",
         "prefetch",
@@ -93,6 +94,9 @@ class Consumer:
         self.outstanding: set[int] = set()
         # STOMP ack:auto: a delivery counts as consumed once sent (Broker._settle_sent)
         self.acked_when_sent = False
+        # Deliveries whose insert is not deferred before one is again (Broker.end_deferral):
+        # set when a deferral ran out before its acknowledgement came.
+        self.defer_skip = 0
 
     def wants(self) -> bool:
         """Whether the consumer may take a message now (prefetch credit or a pull)."""

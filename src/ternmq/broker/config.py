@@ -83,6 +83,12 @@ class BrokerConfig:
         persist_delivery_count: write "delivered" to the store before a persistent message is
             dispatched (A-15), so it comes back marked redelivered after a crash. Turning it
             off saves one write per delivery (Artemis's default), a documented deviation.
+        dispatch_hold: seconds a server holds back the insert of a PERSISTENT message that
+            it delivered at once to a waiting consumer, so that the consumer's
+            acknowledgement, if it comes first, cancels the write (concurrent store and
+            dispatch, as ActiveMQ Classic's for queues); the sender's reply still waits
+            until the message is durable or acknowledged. 0 turns it off: every PERSISTENT
+            message is durable before it is delivered. The embedded broker never holds.
     """
 
     auto_create: bool = True
@@ -97,6 +103,13 @@ class BrokerConfig:
     max_connections: int = 0
     groups: bool = True
     persist_delivery_count: bool = True
+    dispatch_hold: float = 0.002
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.dispatch_hold <= 1:
+            raise ValueError(
+                f"dispatch_hold must be between 0 and 1 second (0 = off), not {self.dispatch_hold}"
+            )
 
     def policy_for(self, destination: str) -> DestinationPolicy:
         """The policy of ``destination`` (its text form)."""

@@ -150,6 +150,9 @@ def _run_now(fn: Callable[[], None]) -> None:
 
 # The delivery id of an entry whose message the store failed to keep (see _take_back).
 NOT_STORED = -1
+# Deliveries of a consumer that are not deferred after a deferral for it ran out
+# (Broker.end_deferral): a consumer slow to acknowledge costs its senders few such waits.
+DEFER_SKIP: Final = 64
 
 
 def _refused(
@@ -235,6 +238,14 @@ class Broker:
         # Deliveries of PERSISTENT messages to consumers that count them consumed once sent
         # (STOMP ack:auto): if this batch writes nothing but their inserts, none is written.
         self._sent: list[Entry] = []
+        # Deliveries of PERSISTENT messages to consumers with nothing else outstanding
+        # (concurrent store and dispatch, ``_defer_batch``), and the batch deferred while
+        # their acknowledgements may still cancel it.
+        self._early: list[Entry] = []
+        self._deferred: _Deferred | None = None
+        # The host's timer for a deferred batch (``enable_deferral``): None = no deferral.
+        self._on_defer: Callable[[int], None] | None = None
+        self._deferral_paused = False  # a store batch failed: none deferred until one succeeds
         # Group commits reported by the store's thread, not yet applied: (tokens, error).
         self._completed: collections.deque[tuple[list[int], BaseException | None]] = (
             collections.deque()
@@ -291,6 +302,8 @@ class Broker:
         completed = self._completed
         if not completed:
             return
+        if self._deferral_paused:  # deferral resumes once a batch is written again
+            self._deferral_paused = all(error is not None for _, error in completed)
         gate = self._gate
         gate.mark(completed)
         if gate.release() and self.connections:
@@ -365,12 +378,12 @@ class Broker:
         wrote to the store), then write the last request's store batch with its output."""
         if mark:
             out, ops, unstored = self._out, self._ops, self._unstored
-            removed, to_page, sent = self._removed, self._to_page, self._sent
+            removed, to_page, sent, early = self._removed, self._to_page, self._sent, self._early
             self._out, self._ops, self._unstored = out[:mark], [], []
-            self._removed, self._to_page, self._sent = [], [], []
+            self._removed, self._to_page, self._sent, self._early = [], [], [], []
             self._flush()
             self._out, self._ops, self._unstored = out[mark:], ops, unstored
-            self._removed, self._to_page, self._sent = removed, to_page, sent
+            self._removed, self._to_page, self._sent, self._early = removed, to_page, sent, early
         self._flush()
 
     def _handle_one(self, conn: BrokerConnection, req: c.Request) -> None:
@@ -444,6 +457,7 @@ class Broker:
             self._close_connection(conn)
             self._out.append((conn, c.ConnectionFailed(message="the broker stopped")))
         self._flush()
+        self._submit_deferred()
         self.store.close()  # writes what is queued; its completions are posted to us
         self._gate.mark_all()
         self._release_done()
@@ -1720,6 +1734,11 @@ class Broker:
                 self._ops.append(SetDeliveryCount(q.key, e.seq, e.count + 1))
             if consumer.acked_when_sent:
                 self._sent.append(e)
+            elif self._on_defer is not None and len(consumer.outstanding) == 1:
+                if consumer.defer_skip:
+                    consumer.defer_skip -= 1
+                else:
+                    self._early.append(e)  # the consumer waits: it may acknowledge at once
         if groups and st.group_id is not None:
             if st.group_seq < 0:
                 q.groups.pop(st.group_id, None)  # the group is closed (PSF-03)
@@ -1882,6 +1901,12 @@ class Broker:
         """
         if self._sent:
             self._settle_sent()
+        if self._deferred is not None and self._ops:
+            self._settle_deferred()
+        if self._early:
+            early, self._early = self._early, []
+            if self._defer_batch(early):
+                return
         ops, out = self._ops, self._out
         if not ops and not self._pending:
             # Nothing to write and nothing waiting (a non-persistent send, an acknowledgement):
@@ -1952,6 +1977,115 @@ class Broker:
             e.session.outstanding.pop(e.delivery_id, None)  # its Ack finds nothing left to do
             self._consumed(e)
 
+    # ---- concurrent store and dispatch: deferred inserts ----------------------------------
+    def enable_deferral(self, on_defer: Callable[[int], None] | None) -> None:
+        """Let a PERSISTENT message go to a waiting consumer before its insert is written,
+        and defer that insert for a moment in case the consumer's acknowledgement comes
+        first: then neither is written (ActiveMQ Classic's concurrent store and dispatch for
+        queues). ``on_defer(token)`` is called when a batch is deferred; the host must then
+        call :meth:`end_deferral` with ``token`` after ``config.dispatch_hold`` seconds.
+        ``None`` turns deferral off. Only for an asynchronous store (a synchronous one
+        writes at once: nothing to defer)."""
+        self._on_defer = None if self.store.synchronous else on_defer
+
+    def end_deferral(self, token: int) -> None:
+        """The deferral ``on_defer(token)`` announced has run out: hand what is left of that
+        batch to the store now (its output leaves once it is written), and do not defer the
+        next ``DEFER_SKIP`` deliveries of the consumers that did not acknowledge in time.
+        Nothing if that batch is no longer deferred."""
+        deferred = self._deferred
+        if deferred is None or deferred.token != token:
+            return
+        for e in deferred.entries:
+            if e.state != GONE and e.consumer is not None:
+                e.consumer.defer_skip = DEFER_SKIP
+        self._submit_deferred()
+
+    def _submit_deferred(self) -> None:
+        """Hand the deferred batch, if any, to the store (before any later batch)."""
+        deferred = self._deferred
+        if deferred is not None:
+            self._deferred = None
+            self.submitted += 1
+            self.store.submit(deferred.ops, deferred.token)
+
+    def _defer_batch(self, early: list[Entry]) -> bool:
+        """Concurrent store and dispatch: if everything this request would write is the
+        insert (and delivery count) of PERSISTENT messages it delivered (``early``) to
+        consumers with nothing else outstanding, and no earlier batch is waiting, those
+        deliveries leave now, the rest of the output (the sender's reply) waits in the gate
+        as usual, and the batch is deferred (not yet submitted) until :meth:`end_deferral`
+        or another batch: an acknowledgement that comes first takes its message out of it
+        (``_settle_deferred``), so a consumer that keeps up costs the store no write at all.
+        The sender's reply still means the message is durable, or consumed. Returns False
+        (nothing done) otherwise."""
+        if self._pending or self._deferral_paused or self._on_defer is None:
+            return False
+        keys = {(e.queue.key, e.seq) for e in early}
+        inserts = 0
+        for op in self._ops:
+            if type(op) is AddMessage:
+                inserts += 1
+                if (op.dest, op.seq) not in keys:
+                    return False
+            elif type(op) is SetDeliveryCount:
+                if (op.dest, op.seq) not in keys:
+                    return False
+            else:
+                return False  # a removal, a duplicate id, ...: written as usual
+        if inserts != len(keys):
+            return False
+        dids = {(id(e.session.conn), e.delivery_id) for e in early}
+        now: Output = []
+        later: Output = []
+        waiting: set[int] = set()
+        for conn, cmd in self._out:
+            if type(cmd) is Deliver and (id(conn), cmd.delivery_id) in dids:
+                if id(conn) in waiting:
+                    return False  # it would overtake output of its connection that waits
+                now.append((conn, cmd))
+            else:
+                waiting.add(id(conn))
+                later.append((conn, cmd))
+        token = next(self._tokens)
+        group = [token, False, None, later, self._to_page, self._unstored, self._removed]
+        self._pending.append(group)
+        self._deferred = _Deferred(token, group, self._ops, keys, early)
+        self._ops, self._out = [], []
+        self._to_page, self._unstored, self._removed = [], [], []
+        for conn, cmd in now:
+            conn.emit(cmd)
+        self._on_defer(token)
+        return True
+
+    def _settle_deferred(self) -> None:
+        """A request made a store batch while one is deferred: if it only removes messages
+        of the deferred batch (their acknowledgements), both cancel out and neither is
+        written; once every deferred message is acknowledged its output (the sender's reply)
+        leaves. Anything else submits the deferred batch first, then goes on as usual."""
+        deferred = self._deferred
+        assert deferred is not None
+        keys = deferred.keys
+        acked: list[tuple[str, int]] = []
+        for op in self._ops:
+            if not isinstance(op, RemoveMessage) or (op.dest, op.seq) not in keys:
+                self._submit_deferred()
+                return
+            acked.append((op.dest, op.seq))
+        keys.difference_update(acked)
+        self._ops = []
+        self._removed = []  # not written: nothing to put back should the deferred batch fail
+        if keys:
+            deferred.ops = [
+                op
+                for op in deferred.ops
+                if isinstance(op, (AddMessage, SetDeliveryCount)) and (op.dest, op.seq) in keys
+            ]
+            return
+        self._deferred = None
+        deferred.group[1] = True  # done, with nothing written
+        self._gate.release()  # (a failed later group it releases: this _flush flushes it)
+
     def _release_done(self) -> None:
         """Emit the output whose store batches are done, in order (``_gate.py``)."""
         if self._gate.release() and self.connections:
@@ -1971,6 +2105,10 @@ class Broker:
         The messages it was to remove (acknowledged, committed, purged) are still on disk:
         they go back into their queues (:meth:`_put_back`)."""
         dropped: set[tuple[int, int]] = set()  # (id of the connection, delivery id)
+        # No batch deferred until one is written again: the deliveries of a deferred batch
+        # leave before it is written, so a store that refuses (a full disk) would have a
+        # consumer get messages whose senders are told they failed.
+        self._deferral_paused = True
         for e in unstored:
             self._forget_duplicate_id(e.stored)
             if e.state == GONE:
@@ -2065,3 +2203,25 @@ Broker._handlers = {
     **HANDLERS,
     **ADMIN_HANDLERS,
 }
+
+
+class _Deferred:
+    """A store batch deferred by concurrent store and dispatch (``Broker._defer_batch``): its
+    output group in the gate, its operations, and the (destination key, sequence) of the
+    messages whose acknowledgement would still cancel their insert, and their entries."""
+
+    __slots__ = ("entries", "group", "keys", "ops", "token")
+
+    def __init__(
+        self,
+        token: int,
+        group: list[Any],
+        ops: list[Op],
+        keys: set[tuple[str, int]],
+        entries: list[Entry],
+    ) -> None:
+        self.entries = entries
+        self.token = token
+        self.group = group
+        self.ops = ops
+        self.keys = keys

@@ -248,6 +248,8 @@ class BrokerServer(BrokerHost):
                 request_check=self.check_request,
                 populate_user_id=cfg.populate_user_id,
             )
+            if cfg.broker.dispatch_hold > 0:
+                broker.enable_deferral(self._defer_soon)
         except BaseException:
             for server in self._servers:
                 server.close()
@@ -497,6 +499,21 @@ class BrokerServer(BrokerHost):
             self._owned(fn)
         if self._to_flush:
             self._flush_all()
+
+    def _defer_soon(self, token: int) -> None:
+        """The broker's ``on_defer``: a PERSISTENT message went to a waiting consumer before
+        its insert was written (``Broker.enable_deferral``); write it after ``dispatch_hold``
+        seconds unless the consumer's acknowledgement cancels it first."""
+        broker = self.broker
+        if broker is not None:
+            self.loop.call_later(broker.config.dispatch_hold, self._end_deferral, token)
+
+    def _end_deferral(self, token: int) -> None:
+        broker = self.broker
+        if broker is None:
+            return
+        self.due_awaited = True  # the sender awaits this commit: the loop may write it
+        broker.end_deferral(token)
 
     def flush_soon(self, conn: GatewayConnection) -> None:
         """Write ``conn``'s output at the end of this loop iteration, with every other
