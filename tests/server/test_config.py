@@ -136,6 +136,8 @@ def test_parse_config_all_sections() -> None:
         ("[limits]\nheartbeat = -1", "must not be negative"),
         ("[limits]\nheartbeat = 'x'", "heartbeat"),
         ("[broker]\nfull_policy = 'drop'", "full_policy"),
+        ("[broker]\ndispatch_hold = -0.5", "dispatch_hold must be between 0 and 1 second"),
+        ("[broker]\ndispatch_hold = 2", "dispatch_hold must be between 0 and 1 second"),
         ("[destinations.orders]\nmax_bytes = 1", "queue://NAME"),
         ("[users.bob]\npassword = 'plain'", "users.bob.password"),
         ('[permissions.bob]\nwrite = [">"]', "write"),
