@@ -92,7 +92,8 @@ test-compiled: wheel-compiled
 	TERNMQ_CONFORMANCE_TRANSPORTS=vm TERNMQ_CONFORMANCE_POSTGRES=off \
 	    $(CPY) -m pytest -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests/conformance \
 	    tests/unit/test_handle_batch.py tests/unit/test_variant.py \
-	    tests/unit/test_hand_over.py tests/unit/test_acked_when_sent.py
+	    tests/unit/test_hand_over.py tests/unit/test_acked_when_sent.py \
+	    tests/unit/test_deferred_insert.py
 
 bench: $(SPARK)
 	$(PY) -m benchmarks
