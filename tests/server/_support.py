@@ -20,9 +20,11 @@ import ssl
 import subprocess
 import sys
 import time
+import urllib.request
 from typing import Any
 
 import msgspec
+from prometheus_client.parser import text_string_to_metric_families
 
 from ternmq.protocol import commands as c
 from ternmq.protocol.frames import PREAMBLE, FrameDecoder, Heartbeat, WireCommand, encode
@@ -270,3 +272,14 @@ def _text_message(text: str) -> bytes:
 
 
 text_message = _text_message
+
+
+def store_commits(http_url: str) -> float:
+    """``ternmq_store_commits_total`` of the server whose HTTP listener is ``http_url``."""
+    with urllib.request.urlopen(f"{http_url}/metrics", timeout=IO_TIMEOUT) as reply:
+        text = reply.read().decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "ternmq_store_commits_total":
+                return float(sample.value)
+    raise AssertionError("no ternmq_store_commits_total in /metrics")

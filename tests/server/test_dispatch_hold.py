@@ -10,10 +10,9 @@ import pathlib
 import threading
 import time
 
-from stomp_gateway._support import store_commits
 from ternmq import ConnectionFactory, DeliveryMode, Queue, Session, TextMessage
 
-from ._support import ServerProcess
+from ._support import ServerProcess, store_commits
 
 
 def _factory(server: ServerProcess) -> ConnectionFactory:

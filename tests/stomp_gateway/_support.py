@@ -13,14 +13,12 @@ import re
 import socket
 import ssl
 import time
-import urllib.request
 from collections.abc import Iterable
 from typing import Literal, Self
 
 import websocket
-from prometheus_client.parser import text_string_to_metric_families
 
-from server._support import HOST, IO_TIMEOUT, ServerProcess
+from server._support import HOST, IO_TIMEOUT, ServerProcess, store_commits
 from ternmq.protocol.stomp import HEARTBEAT, StompFrame, StompLimits, StompParser, encode_frame
 
 __all__ = [
@@ -62,17 +60,6 @@ def start_server(
     m = re.search(_STOMP_RE, line)
     assert m is not None
     return server, int(m.group(1))
-
-
-def store_commits(http_url: str) -> float:
-    """``ternmq_store_commits_total`` of the server whose HTTP listener is ``http_url``."""
-    with urllib.request.urlopen(f"{http_url}/metrics", timeout=IO_TIMEOUT) as reply:
-        text = reply.read().decode()
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == "ternmq_store_commits_total":
-                return float(sample.value)
-    raise AssertionError("no ternmq_store_commits_total in /metrics")
 
 
 class StompClient:
