@@ -1,14 +1,31 @@
 """A memory store that answers as a disk store does, for engine tests: a batch handed over
 (``submit``) is durable only when the test says so (:meth:`LaterStore.commit`), so the
-output that waits for it can be looked at before and after."""
+output that waits for it can be looked at before and after; and the sends such tests make
+(:func:`text_send`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from ternmq.message import TextMessage
+from ternmq.message.codec import encode_message
+from ternmq.protocol import commands as c
 from ternmq.store import MemoryStore, Op
 
-__all__ = ["LaterStore"]
+__all__ = ["LaterStore", "text_send"]
+
+
+def text_send(corr: int, n: int, dest: str, *, persistent: bool = True, **kw: object) -> c.Send:
+    """A ``Send`` of session 1 to ``dest``: the text message ``m{n}``, PERSISTENT unless
+    said otherwise, with the other fields of ``Send`` in ``kw``."""
+    return c.Send(
+        corr=corr,
+        session_id=1,
+        destination=dest,
+        message=encode_message(TextMessage(f"m{n}")),
+        persistent=persistent,
+        **kw,  # type: ignore[arg-type]
+    )
 
 
 class LaterStore(MemoryStore):

@@ -7,10 +7,8 @@ removal. A consumer without the flag always has the message written first."""
 
 from __future__ import annotations
 
-from _later_store import LaterStore
+from _later_store import LaterStore, text_send
 from ternmq.broker.engine import BrokerConnection
-from ternmq.message import TextMessage
-from ternmq.message.codec import encode_message
 from ternmq.protocol import commands as c
 from ternmq.store import AddMessage, RemoveMessage
 from ternmq.testing import EngineHarness
@@ -19,14 +17,7 @@ Q = "queue://sent"
 
 
 def _send(corr: int, n: int, *, dest: str = Q, persistent: bool = True, **kw: object) -> c.Send:
-    return c.Send(
-        corr=corr,
-        session_id=1,
-        destination=dest,
-        message=encode_message(TextMessage(f"m{n}")),
-        persistent=persistent,
-        **kw,  # type: ignore[arg-type]
-    )
+    return text_send(corr, n, dest, persistent=persistent, **kw)
 
 
 def _engine(

@@ -6,61 +6,70 @@ the message is durable or acknowledged, whichever comes first."""
 
 from __future__ import annotations
 
-from _later_store import LaterStore
+from _later_store import LaterStore, text_send
 from ternmq.broker.engine import DEFER_SKIP, BrokerConnection
-from ternmq.message import TextMessage
-from ternmq.message.codec import encode_message
 from ternmq.protocol import commands as c
 from ternmq.store import AddMessage, RemoveMessage
 from ternmq.testing import EngineHarness
 
 Q = "queue://deferred"
+T = "topic://deferred"
 
 
 def _send(corr: int, n: int, *, dest: str = Q, persistent: bool = True, **kw: object) -> c.Send:
-    return c.Send(
-        corr=corr,
-        session_id=1,
-        destination=dest,
-        message=encode_message(TextMessage(f"m{n}")),
-        persistent=persistent,
-        **kw,  # type: ignore[arg-type]
-    )
+    return text_send(corr, n, dest, persistent=persistent, **kw)
 
 
 class _Engine:
     """An engine on a :class:`LaterStore` with deferral on (the deferrals it announced are in
-    ``deferrals``), a producer session (1) and a consumer session (2) with consumer 20 on
-    ``Q``; ``Q`` and ``queue://other`` have their positions reserved before the test starts."""
+    ``deferrals``) and a producer session (1). On ``Q``: consumer 20 of session 2; with
+    ``topic``, on ``T``: durable subscriptions "a" (consumer 20, session 2) and "b" (consumer
+    30, session 3). Every destination the tests use has its positions reserved before the
+    test starts (a queue's first message writes them: not a deferrable batch)."""
 
-    def __init__(self, **settings: object) -> None:
+    SESSIONS = {20: 2, 30: 3}  # consumer id -> its session
+
+    def __init__(self, *, topic: bool = False) -> None:
         self.store = LaterStore()
-        self.h = EngineHarness(store=self.store, **settings)
+        self.h = EngineHarness(store=self.store)
         self.broker = self.h.broker
         self.deferrals: list[int] = []
         self.broker.enable_deferral(self.deferrals.append)
         self.out: list[c.Command] = []
         self.conn: BrokerConnection = self.broker.connect(self.out.append)
-        for req in [
-            c.Connect(corr=1),
+        self.dest = T if topic else Q
+        reqs: list[c.Request] = [
+            c.Connect(corr=1, client_id="cid" if topic else None),
             c.CreateSession(corr=2, session_id=1),
             c.CreateSession(corr=3, session_id=2),
-            c.CreateConsumer(corr=4, session_id=2, consumer_id=20, destination=Q, prefetch=1000),
-            _send(5, 0, dest="queue://other"),  # exists (and has its positions) from here on
-        ]:
+            c.CreateSession(corr=4, session_id=3),
+        ]
+        if topic:
+            reqs += [
+                c.CreateConsumer(
+                    corr=cid,
+                    session_id=self.SESSIONS[cid],
+                    consumer_id=cid,
+                    destination=T,
+                    kind="durable",
+                    subscription=name,
+                )
+                for cid, name in [(20, "a"), (30, "b")]
+            ]
+        else:
+            reqs.append(
+                c.CreateConsumer(corr=5, session_id=2, consumer_id=20, destination=Q, prefetch=1000)
+            )
+        for req in [*reqs, _send(6, 0, dest="queue://other"), _send(7, 0, dest=self.dest)]:
             self.broker.handle(self.conn, req)
         self.store.commit()
-        # Positions are reserved by the queue's first message (a write of its own), and the
-        # consumer acknowledges it: every test starts from a queue that needs none.
-        self.broker.handle(self.conn, _send(6, 0))
+        for did, consumer_id in [
+            (x.delivery_id, x.consumer_id) for x in self.out if isinstance(x, c.Deliver)
+        ]:
+            self.ack(did, session=self.SESSIONS[consumer_id])
         self.store.commit()
-        if self.deferrals:
-            self.broker.end_deferral(self.deferrals[-1])
-            self.store.commit()
-        self.ack(self.deliveries()[0], corr=7)
-        self.store.commit()
+        assert self.deferrals == []
         self.store.handed.clear()
-        self.deferrals.clear()
         self.out.clear()
 
     def handle(self, req: c.Request) -> None:
@@ -72,8 +81,8 @@ class _Engine:
     def replies(self) -> list[int]:
         return [x.corr for x in self.out if isinstance(x, c.Ok)]
 
-    def ack(self, did: int, corr: int = 0) -> None:
-        self.handle(c.Ack(corr=corr, session_id=2, delivery_ids=[did]))
+    def ack(self, did: int, corr: int = 0, session: int = 2) -> None:
+        self.handle(c.Ack(corr=corr, session_id=session, delivery_ids=[did]))
 
     def depth(self, dest: str = Q) -> int:
         return self.broker.stat(self.broker.resolve(dest)).depth
@@ -193,106 +202,30 @@ def test_a_deferred_batch_that_fails_fails_the_send_and_pauses_deferral() -> Non
 
 
 def test_a_message_for_two_waiting_subscribers_is_settled_by_both_acknowledgements() -> None:
-    store = LaterStore()
-    h = EngineHarness(store=store)
-    deferrals: list[int] = []
-    h.broker.enable_deferral(deferrals.append)
-    out: list[c.Command] = []
-    conn = h.broker.connect(out.append)
-    t = "topic://deferred"
-    for req in [
-        c.Connect(corr=1, client_id="cid"),
-        c.CreateSession(corr=2, session_id=1),
-        c.CreateSession(corr=3, session_id=2),
-        c.CreateSession(corr=4, session_id=3),
-    ]:
-        h.broker.handle(conn, req)
-    for cid, name in [(2, "a"), (3, "b")]:
-        h.broker.handle(
-            conn,
-            c.CreateConsumer(
-                corr=cid * 10,
-                session_id=cid,
-                consumer_id=cid * 10,
-                destination=t,
-                kind="durable",
-                subscription=name,
-            ),
-        )
-    store.commit()
-    h.broker.handle(conn, _send(40, 0, dest=t))  # reserves positions: written
-    store.commit()
-    for x in out:
-        if isinstance(x, c.Deliver):
-            sid = 2 if x.consumer_id == 20 else 3
-            h.broker.handle(conn, c.Ack(corr=0, session_id=sid, delivery_ids=[x.delivery_id]))
-    store.commit()
-    store.handed.clear()
-    out.clear()
-    h.broker.handle(conn, _send(41, 1, dest=t))
-    copies = [x for x in out if isinstance(x, c.Deliver)]
-    assert len(copies) == 2 and store.handed == []
-    a, b = copies
-    h.broker.handle(conn, c.Ack(corr=0, session_id=2, delivery_ids=[a.delivery_id]))
-    assert not any(isinstance(x, c.Ok) and x.corr == 41 for x in out)  # one copy left
-    h.broker.handle(conn, c.Ack(corr=0, session_id=3, delivery_ids=[b.delivery_id]))
-    assert any(isinstance(x, c.Ok) and x.corr == 41 for x in out)
-    assert store.handed == []
+    e = _Engine(topic=True)
+    e.handle(_send(41, 1, dest=T))
+    a, b = e.deliveries()  # subscription "a" first
+    assert e.store.handed == []
+    e.ack(a, session=2)
+    assert e.replies() == []  # one copy left
+    e.ack(b, session=3)
+    assert e.replies() == [41]
+    assert e.store.handed == []
 
 
 def test_one_of_two_copies_acknowledged_then_the_deferral_runs_out() -> None:
-    store = LaterStore()
-    h = EngineHarness(store=store)
-    deferrals: list[int] = []
-    h.broker.enable_deferral(deferrals.append)
-    out: list[c.Command] = []
-    conn = h.broker.connect(out.append)
-    t = "topic://deferred2"
-    for req in [
-        c.Connect(corr=1, client_id="cid2"),
-        c.CreateSession(corr=2, session_id=1),
-        c.CreateSession(corr=3, session_id=2),
-        c.CreateSession(corr=4, session_id=3),
-    ]:
-        h.broker.handle(conn, req)
-    for cid, name in [(2, "a"), (3, "b")]:
-        h.broker.handle(
-            conn,
-            c.CreateConsumer(
-                corr=cid * 10,
-                session_id=cid,
-                consumer_id=cid * 10,
-                destination=t,
-                kind="durable",
-                subscription=name,
-            ),
-        )
-    store.commit()
-    h.broker.handle(conn, _send(40, 0, dest=t))
-    store.commit()
-    if deferrals:
-        h.broker.end_deferral(deferrals[-1])
-        store.commit()
-    for x in out:
-        if isinstance(x, c.Deliver):
-            sid = 2 if x.consumer_id == 20 else 3
-            h.broker.handle(conn, c.Ack(corr=0, session_id=sid, delivery_ids=[x.delivery_id]))
-    store.commit()
-    store.handed.clear()
-    deferrals.clear()
-    out.clear()
-    h.broker.handle(conn, _send(41, 1, dest=t))
-    a, b = [x for x in out if isinstance(x, c.Deliver)]
-    h.broker.handle(conn, c.Ack(corr=0, session_id=2, delivery_ids=[a.delivery_id]))
-    h.broker.end_deferral(deferrals[0])
+    e = _Engine(topic=True)
+    e.handle(_send(41, 1, dest=T))
+    a, b = e.deliveries()
+    e.ack(a, session=2)
+    e.broker.end_deferral(e.deferrals[0])
     # only the copy of the subscriber that did not acknowledge is written
-    (batch,) = store.handed
-    adds = [op for op in batch if isinstance(op, AddMessage)]
-    assert len(adds) == 1
-    store.commit()
-    assert any(isinstance(x, c.Ok) and x.corr == 41 for x in out)
-    h.broker.handle(conn, c.Ack(corr=0, session_id=3, delivery_ids=[b.delivery_id]))
-    assert [type(op) for op in store.handed[-1]] == [RemoveMessage]
+    (batch,) = e.store.handed
+    assert len([op for op in batch if isinstance(op, AddMessage)]) == 1
+    e.store.commit()
+    assert e.replies() == [41]
+    e.ack(b, session=3)
+    assert [type(op) for op in e.store.handed[-1]] == [RemoveMessage]
 
 
 def test_shutdown_writes_a_deferred_batch() -> None:
