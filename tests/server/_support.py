@@ -37,7 +37,8 @@ _LISTEN_RE = re.compile(r"^ternmq listening on (tcp|tls)://127\.0\.0\.1:(\d+)$")
 
 
 class ServerProcess:
-    """A running ``ternmq serve``; ``stop()`` sends SIGTERM, ``kill()`` SIGKILL."""
+    """A running ``ternmq serve``; ``stop()`` sends SIGTERM, ``kill()`` SIGKILL, and leaving a
+    ``with`` block on it kills it."""
 
     def __init__(
         self,
@@ -150,6 +151,12 @@ class ServerProcess:
             return self.proc.wait(timeout)
         finally:
             self.kill()
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()  # whatever the block did: no server outlives its test
 
     def kill(self) -> None:
         """SIGKILL if still running; release the pipes."""

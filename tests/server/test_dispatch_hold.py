@@ -76,8 +76,7 @@ def test_messages_a_waiting_consumer_acknowledges_are_never_written(
 ) -> None:
     data = tmp_path / "data"
     # A generous hold: however loaded the machine, the consumer acknowledges within it.
-    server = _server(tmp_path, data, 1.0)
-    try:
+    with _server(tmp_path, data, 1.0) as server:
         url = server.http_url
         _send(server, "kept", ["k0", "k1", "k2"])  # nobody consumes these: written
         got: list[str] = []
@@ -88,23 +87,15 @@ def test_messages_a_waiting_consumer_acknowledges_are_never_written(
         t.join(10)
         assert got == ["first"] + [f"m{i}" for i in range(30)]
         assert store_commits(url) - before <= 2  # 30 sends, each consumed before written
-        server.proc.kill()
-        server.proc.wait(10)
-    finally:
-        server.kill()
-    server = _server(tmp_path, data, 1.0)
-    try:
+    with _server(tmp_path, data, 1.0) as server:  # after the SIGKILL leaving the block sent
         assert _drain(server, "taken") == []  # nothing consumed comes back
         assert _drain(server, "kept") == [("k0", False), ("k1", False), ("k2", False)]
-    finally:
-        server.kill()
 
 
 def test_without_the_hold_every_message_is_written_before_it_is_delivered(
     tmp_path: pathlib.Path,
 ) -> None:
-    server = _server(tmp_path, tmp_path / "data", 0)
-    try:
+    with _server(tmp_path, tmp_path / "data", 0) as server:
         url = server.http_url
         got: list[str] = []
         t = _consume(server, "taken", 21, got)
@@ -114,16 +105,13 @@ def test_without_the_hold_every_message_is_written_before_it_is_delivered(
         t.join(10)
         assert len(got) == 21
         assert store_commits(url) - before >= 20
-    finally:
-        server.kill()
 
 
 def test_a_message_not_acknowledged_in_time_is_durable_before_its_send_returns(
     tmp_path: pathlib.Path,
 ) -> None:
     data = tmp_path / "data"
-    server = _server(tmp_path, data, 0.2)
-    try:
+    with _server(tmp_path, data, 0.2) as server:
         with _factory(server).create_connection() as conn:
             session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
             consumer = session.create_consumer(Queue("slow"))
@@ -136,13 +124,7 @@ def test_a_message_not_acknowledged_in_time_is_durable_before_its_send_returns(
             assert slowest >= 0.15  # the hold ran out before the write and the reply
             m = consumer.receive(10)
             assert isinstance(m, TextMessage) and m.text == "unacked"
-            server.proc.kill()  # the consumer has it, unacknowledged
-            server.proc.wait(10)
-    finally:
-        server.kill()
-    server = _server(tmp_path, data, 0.2)
-    try:
+            server.kill()  # the consumer has it, unacknowledged
+    with _server(tmp_path, data, 0.2) as server:
         # written with its delivery: it comes back, marked redelivered
         assert _drain(server, "slow") == [("unacked", True)]
-    finally:
-        server.kill()

@@ -203,25 +203,18 @@ def test_map_message_property_types_survive_stomp_to_jms(ports: tuple[int, int])
 def test_persistent_send_with_receipt_survives_sigkill(tmp_path: pathlib.Path) -> None:
     data = tmp_path / "data"
     server, port = start_server(tmp_path, data_dir=data)
-    try:
-        with stomp(port) as cl:
-            for i in range(20):
-                cl.call(
-                    "SEND",
-                    [("destination", "/queue/x.durable"), ("persistent", "true")],
-                    f"m{i}".encode(),
-                )
-            server.proc.kill()  # SIGKILL right after the last receipt
-            server.proc.wait(10)
-    finally:
-        server.kill()
+    with server, stomp(port) as cl:
+        for i in range(20):
+            cl.call(
+                "SEND",
+                [("destination", "/queue/x.durable"), ("persistent", "true")],
+                f"m{i}".encode(),
+            )
+        server.kill()  # SIGKILL right after the last receipt
     server, port = start_server(tmp_path, data_dir=data)
-    try:
-        with stomp(port) as cl:
-            cl.call("SUBSCRIBE", [("id", "s"), ("destination", "/queue/x.durable")])
-            assert [cl.recv().body for _ in range(20)] == [f"m{i}".encode() for i in range(20)]
-    finally:
-        server.kill()
+    with server, stomp(port) as cl:
+        cl.call("SUBSCRIBE", [("id", "s"), ("destination", "/queue/x.durable")])
+        assert [cl.recv().body for _ in range(20)] == [f"m{i}".encode() for i in range(20)]
 
 
 def _send_and_take(producer: StompRaw, subscriber: StompRaw, kind: str, n: int) -> None:
@@ -244,36 +237,29 @@ def test_persistent_sends_an_auto_ack_subscriber_takes_at_once_are_never_written
     # acknowledged as before, and an unacknowledged one comes back.
     data = tmp_path / "data"
     server, port = start_server(tmp_path, data_dir=data, http=True)
-    try:
+    with server, stomp(port) as auto, stomp(port) as client, stomp(port) as producer:
         url = server.http_url
-        with stomp(port) as auto, stomp(port) as client, stomp(port) as producer:
-            auto.call("SUBSCRIBE", [("id", "a"), ("destination", "/queue/x.cs-auto")])
-            client.call(
-                "SUBSCRIBE",
-                [("id", "c"), ("destination", "/queue/x.cs-client"), ("ack", "client")],
-            )
-            for q in ("auto", "client"):  # a queue's first message reserves its positions
-                producer.call("SEND", [("destination", f"/queue/x.cs-{q}"), ("persistent", "true")])
-            assert auto.recv().command == "MESSAGE"
-            first = client.recv()
-            client.call("ACK", [("id", first.get("ack") or "")])
-            before = store_commits(url)
-            _send_and_take(producer, auto, "auto", 40)
-            assert store_commits(url) - before <= 4  # a commit a message (and its ack's) before
-            before = store_commits(url)
-            _send_and_take(producer, client, "client", 10)
-            assert store_commits(url) - before >= 10  # unacknowledged: every one is written
-            server.proc.kill()  # c0..c9 delivered, none acknowledged
-            server.proc.wait(10)
-    finally:
-        server.kill()
+        auto.call("SUBSCRIBE", [("id", "a"), ("destination", "/queue/x.cs-auto")])
+        client.call(
+            "SUBSCRIBE",
+            [("id", "c"), ("destination", "/queue/x.cs-client"), ("ack", "client")],
+        )
+        for q in ("auto", "client"):  # a queue's first message reserves its positions
+            producer.call("SEND", [("destination", f"/queue/x.cs-{q}"), ("persistent", "true")])
+        assert auto.recv().command == "MESSAGE"
+        first = client.recv()
+        client.call("ACK", [("id", first.get("ack") or "")])
+        before = store_commits(url)
+        _send_and_take(producer, auto, "auto", 40)
+        assert store_commits(url) - before <= 4  # a commit a message (and its ack's) before
+        before = store_commits(url)
+        _send_and_take(producer, client, "client", 10)
+        assert store_commits(url) - before >= 10  # unacknowledged: every one is written
+        server.kill()  # c0..c9 delivered, none acknowledged
     server, port = start_server(tmp_path, data_dir=data)
-    try:
-        with stomp(port) as cl:
-            cl.call("SUBSCRIBE", [("id", "c"), ("destination", "/queue/x.cs-client")])
-            assert [cl.recv().body for _ in range(10)] == [f"c{i}".encode() for i in range(10)]
-            cl.call("SUBSCRIBE", [("id", "a"), ("destination", "/queue/x.cs-auto")])
-            with pytest.raises(TimeoutError):
-                cl.recv(timeout=0.5)  # every a{i} was consumed: none was ever stored
-    finally:
-        server.kill()
+    with server, stomp(port) as cl:
+        cl.call("SUBSCRIBE", [("id", "c"), ("destination", "/queue/x.cs-client")])
+        assert [cl.recv().body for _ in range(10)] == [f"c{i}".encode() for i in range(10)]
+        cl.call("SUBSCRIBE", [("id", "a"), ("destination", "/queue/x.cs-auto")])
+        with pytest.raises(TimeoutError):
+            cl.recv(timeout=0.5)  # every a{i} was consumed: none was ever stored

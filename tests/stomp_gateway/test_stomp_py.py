@@ -233,7 +233,7 @@ def test_persistent_sends_an_auto_ack_subscriber_takes_at_once_are_not_written(
     # nothing of them comes back after a SIGKILL and a restart.
     data = tmp_path / "data"
     server, port = start_server(tmp_path, data_dir=data, http=True)
-    try:
+    with server:
         url = server.http_url
         (sub, inbox), (pub, outbox) = connect(port), connect(port)
         sub.subscribe("/queue/py.cs", id="1", ack="auto", receipt="sub")
@@ -247,16 +247,62 @@ def test_persistent_sends_an_auto_ack_subscriber_takes_at_once_are_not_written(
             outbox.wait_receipt(f"r{i}")
             assert inbox.get().body == f"m{i}"
         assert store_commits(url) - before <= 3  # one a message, and one an ack, before
-        server.proc.kill()
-        server.proc.wait(10)
-    finally:
         server.kill()
     server, port = start_server(tmp_path, data_dir=data)
-    try:
+    with server:
         conn, inbox = connect(port)
         conn.subscribe("/queue/py.cs", id="1", ack="auto", receipt="sub")
         inbox.wait_receipt("sub")
         inbox.none()  # all were consumed: none was stored
         conn.disconnect()
-    finally:
+
+
+class AckingInbox(Inbox):
+    """An Inbox whose listener ACKs every MESSAGE as it arrives (``client-individual``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conn: Any = None
+
+    def on_message(self, frame: Any) -> None:
+        self.conn.ack(frame.headers["ack"])
+        super().on_message(frame)
+
+
+def test_persistent_sends_a_client_ack_subscriber_acks_at_once_are_not_written(
+    tmp_path: pathlib.Path,
+) -> None:
+    # Deferred inserts seen from stomp.py: a client-individual subscriber that ACKs each
+    # MESSAGE as it arrives gets persistent SENDs before they are written; each ACK cancels
+    # its message's write, and the RECEIPT then leaves. A generous dispatch_hold: however
+    # loaded the machine, the ACK comes within it.
+    data = tmp_path / "data"
+    server, port = start_server(tmp_path, "[broker]\ndispatch_hold = 1.0\n", data, http=True)
+    with server:
+        url = server.http_url
+        sub = stomp.Connection12([("127.0.0.1", port)], auto_content_length=False)
+        inbox = AckingInbox()
+        inbox.conn = sub
+        sub.set_listener("", inbox)
+        sub.connect(wait=True)
+        sub.subscribe("/queue/py.ci", id="1", ack="client-individual", receipt="sub")
+        inbox.wait_receipt("sub")
+        pub, outbox = connect(port)
+        pub.send("/queue/py.ci", "first", persistent="true", receipt="r-first")
+        outbox.wait_receipt("r-first")  # (a queue's first message reserves its positions)
+        assert inbox.get().body == "first"
+        before = store_commits(url)
+        for i in range(30):
+            pub.send("/queue/py.ci", f"m{i}", persistent="true", receipt=f"r{i}")
+            outbox.wait_receipt(f"r{i}")
+            assert inbox.get().body == f"m{i}"
+        assert store_commits(url) - before <= 2  # 60 commits without the deferral
+        assert not inbox.errors and not outbox.errors
         server.kill()
+    server, port = start_server(tmp_path, data_dir=data)
+    with server:
+        conn, inbox = connect(port)
+        conn.subscribe("/queue/py.ci", id="1", ack="auto", receipt="sub")
+        inbox.wait_receipt("sub")
+        inbox.none()  # every one was acknowledged: none was stored
+        conn.disconnect()

@@ -1957,7 +1957,20 @@ class Broker:
         sent, self._sent = self._sent, []
         if self._pending:  # the output would wait behind an earlier batch: no
             return
-        keys = {(e.queue.key, e.seq) for e in sent}
+        if self._only_inserts_of(sent) is None:
+            return
+        self._ops = []
+        self._unstored = []
+        for e in sent:
+            e.session.outstanding.pop(e.delivery_id, None)  # its Ack finds nothing left to do
+            self._consumed(e)
+
+    def _only_inserts_of(self, entries: list[Entry]) -> set[tuple[str, int]] | None:
+        """The (destination key, sequence) of ``entries`` if everything this request would
+        write is the insert (and delivery count) of exactly their messages; else None (it
+        writes something else too: a removal, a duplicate id, a sequence reservation, another
+        copy; or one of them was written before, so its removal must be written too)."""
+        keys = {(e.queue.key, e.seq) for e in entries}
         inserts = 0
         for op in self._ops:
             if type(op) is AddMessage:
@@ -1966,16 +1979,10 @@ class Broker:
             elif type(op) is SetDeliveryCount:
                 key = (op.dest, op.seq)
             else:
-                return  # anything else (a removal, a duplicate id, ...) is written
+                return None
             if key not in keys:
-                return
-        if inserts != len(keys):  # one of them was written before: its removal must be
-            return
-        self._ops = []
-        self._unstored = []
-        for e in sent:
-            e.session.outstanding.pop(e.delivery_id, None)  # its Ack finds nothing left to do
-            self._consumed(e)
+                return None
+        return keys if inserts == len(keys) else None
 
     # ---- concurrent store and dispatch: deferred inserts ----------------------------------
     def enable_deferral(self, on_defer: Callable[[int], None] | None) -> None:
@@ -2021,19 +2028,8 @@ class Broker:
         (nothing done) otherwise."""
         if self._pending or self._deferral_paused or self._on_defer is None:
             return False
-        keys = {(e.queue.key, e.seq) for e in early}
-        inserts = 0
-        for op in self._ops:
-            if type(op) is AddMessage:
-                inserts += 1
-                if (op.dest, op.seq) not in keys:
-                    return False
-            elif type(op) is SetDeliveryCount:
-                if (op.dest, op.seq) not in keys:
-                    return False
-            else:
-                return False  # a removal, a duplicate id, ...: written as usual
-        if inserts != len(keys):
+        keys = self._only_inserts_of(early)
+        if keys is None:
             return False
         dids = {(id(e.session.conn), e.delivery_id) for e in early}
         now: Output = []
