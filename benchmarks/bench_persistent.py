@@ -10,6 +10,8 @@ Scenarios (256-byte TextMessages, PERSISTENT, one queue, an embedded broker on a
                 synchronous send (it returns once the message is durable); nobody consumes
   1 -> 1        1 producer -> 1 consumer on another thread, CLIENT_ACKNOWLEDGE every 100
                 messages; messages/s from the first send to the last receive
+  1 -> 1 AUTO   the same with AUTO_ACKNOWLEDGE: each message is acknowledged as it is
+                received, so with dispatch_hold (the default) its write is cancelled
 each with fsync="always" (durable before every receipt) and fsync="batch" (log fsync at most
 every --interval s: a power loss can lose that much), plus one reference row: 64 producers
 sending NON_PERSISTENT, i.e. the same path without the store.
@@ -240,8 +242,9 @@ def run_producers(
 def run_end_to_end(
     parent: str, fsync: str, interval: float, count: int, limit_s: float, ack_every: int = 100
 ) -> Run:
-    """1 producer -> 1 consumer (CLIENT_ACKNOWLEDGE every ``ack_every``), first send to last
-    receive. The consumer stops once the producer has stopped and everything sent arrived."""
+    """1 producer -> 1 consumer (CLIENT_ACKNOWLEDGE every ``ack_every``; 0:
+    AUTO_ACKNOWLEDGE), first send to last receive. The consumer stops once the producer has
+    stopped and everything sent arrived."""
     b = _Broker(parent, fsync, interval)
     try:
         q = Queue("bench")
@@ -254,7 +257,8 @@ def run_end_to_end(
 
         def consume() -> None:
             conn = b.factory.create_connection()
-            session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+            mode = Session.CLIENT_ACKNOWLEDGE if ack_every else Session.AUTO_ACKNOWLEDGE
+            session = conn.create_session(False, mode)
             consumer = session.create_consumer(q)
             conn.start()
             ready.set()
@@ -267,6 +271,8 @@ def run_end_to_end(
                     continue
                 n += 1
                 last[0] = time.perf_counter()
+                if not ack_every:
+                    continue
                 unacked = m
                 if n % ack_every == 0:
                     m.acknowledge()
@@ -384,6 +390,9 @@ def main(argv: list[str] | None = None) -> None:
                 )
             scenarios[f"{fsync:6s} 1 -> 1 CLIENT_ACK/100"] = functools.partial(
                 run_end_to_end, parent, fsync, args.interval, args.count, args.seconds
+            )
+            scenarios[f"{fsync:6s} 1 -> 1 AUTO"] = functools.partial(
+                run_end_to_end, parent, fsync, args.interval, args.count, args.seconds, 0
             )
             for name, fn in scenarios.items():
                 runs = [fn() for _ in range(args.repeat)]

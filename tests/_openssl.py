@@ -74,7 +74,7 @@ def tls_listener(directory: pathlib.Path, protocol: str) -> tuple[str, ssl.SSLCo
 def tls_listener_port(server: _Logged, protocol: str) -> int:
     """The port of ``server``'s TLS listener of ``protocol``, read from its
     ``event=listening`` log line."""
-    line = server.wait_log(rf"event=listening protocol={protocol} address=tls://")
+    line = server.wait_log(rf"event=listening protocol={protocol} address=\S+ url=tls://")
     m = re.search(r"tls://127\.0\.0\.1:(\d+)", line)
     assert m is not None, line
     return int(m.group(1))

@@ -23,7 +23,7 @@ from ternmq.protocol import openwire as ow
 
 __all__ = ["HOST", "IO_TIMEOUT", "OpenWireRaw", "start_server", "text_message"]
 
-_OPENWIRE_RE = r"event=listening protocol=openwire address=tcp://127\.0\.0\.1:(\d+)"
+_OPENWIRE_RE = r"event=listening protocol=openwire address=127\.0\.0\.1:(\d+) url=tcp://"
 
 
 def start_server(

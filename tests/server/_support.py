@@ -3,9 +3,9 @@
 A server is started as ``python -m ternmq.cli serve --port 0 --http-port -1 --data-dir DIR
 [--config F]``; its first stdout line ``ternmq listening on tcp://127.0.0.1:PORT`` gives the
 port. With ``http=True`` the HTTP listener is on too (``--http-port 0``), its address read from
-the log line ``event=listening protocol=http address=...`` (``ServerProcess.http_url``). Its
-stderr (the structured log) goes to a file that tests read. Every process is killed in a
-finally.
+the log line ``event=listening protocol=http address=HOST:PORT url=...``
+(``ServerProcess.http_url``). Its stderr (the structured log) goes to a file that tests
+read. Every process is killed in a finally.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ class ServerProcess:
     def http_url(self) -> str:
         """``http://127.0.0.1:PORT`` (or ``https://``) of the HTTP listener (``http=True``)."""
         line = self.wait_log(r"event=listening protocol=http address=")
-        m = re.search(r"address=(https?://\S+)", line)
+        m = re.search(r"url=(https?://\S+)", line)
         assert m, f"no HTTP address in {line!r}"
         return m.group(1)
 

@@ -158,6 +158,19 @@ def test_overrides() -> None:
     assert (cfg.listeners[0].bind, cfg.listeners[0].port, cfg.data_dir) == ("0.0.0.0", 0, "d")
 
 
+def test_a_port_of_minus_one_turns_the_listener_off() -> None:
+    """``--port -1`` (or ``port = -1`` in ``[[listeners]]``) opens no native listener; the
+    others keep ``--bind``; a port outside -1..65535 is refused, naming the flag."""
+    cfg = ServerConfig().with_overrides(bind="0.0.0.0", port=-1, stomp_port=0)
+    assert [(ls.protocol, ls.bind, ls.port) for ls in cfg.all_listeners()] == [
+        ("stomp", "0.0.0.0", 0)
+    ]
+    from_file = parse_config(tomllib.loads("[[listeners]]\nport = -1\n[http]\nport = 0\n"))
+    assert [ls.protocol for ls in from_file.all_listeners()] == ["stomp", "http"]
+    with pytest.raises(ValueError, match=r"--port 70000: give a TCP port, 0 \(any\) or -1"):
+        ServerConfig().with_overrides(port=70000)
+
+
 def test_listeners_name_their_protocol() -> None:
     """A listener serves one protocol, ``native`` unless the file says so; the server has a
     gateway for every protocol the config accepts, and ``--port`` moves the native one."""

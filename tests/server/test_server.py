@@ -6,10 +6,12 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
+import re
 import socket
 import struct
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -23,7 +25,7 @@ from ternmq.server.config import ListenerConfig, ServerConfig
 from ternmq.server.security import hash_password
 from ternmq.store.sqlite import SqliteStore
 
-from ._support import HOST, SERVE, Raw, text_message, works
+from ._support import HOST, IO_TIMEOUT, SERVE, START_TIMEOUT, Raw, text_message, works
 from .conftest import Serve
 
 
@@ -356,6 +358,57 @@ def test_sigterm_graceful_stop_keeps_persistent_messages(
             assert isinstance(deliver, c.Deliver)
             got.append(decode_message(deliver.message).text)  # type: ignore[attr-defined]
         assert got == texts
+
+
+_LISTENING = re.compile(
+    r"event=listening protocol=(\w+) address=127\.0\.0\.1:(\d+) url=(\w+)://127\.0\.0\.1:(\d+)$"
+)
+
+
+def test_port_minus_one_turns_the_main_listener_off_and_each_listener_logs_host_port(
+    tmp_path: pathlib.Path,
+) -> None:
+    """SERVER.md, "Listeners and ports": ``--port -1`` opens no main listener (nothing on
+    stdout), the STOMP and HTTP listeners still serve, and each logs one
+    ``event=listening protocol=PROTO address=HOST:PORT`` line with its real port."""
+    log = tmp_path / "log"
+    argv = [*SERVE, "--port", "-1", "--stomp-port", "0", "--http-port", "0"]
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(
+            [*argv, "--data-dir", str(tmp_path / "data")], stdout=subprocess.PIPE, stderr=err
+        )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        lines: list[str] = []
+        while len(lines) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+            lines = [ln for ln in log.read_text().splitlines() if "event=listening" in ln]
+        found = {}
+        for line in lines:
+            m = _LISTENING.search(line)
+            assert m is not None, line
+            assert m.group(2) == m.group(4) and m.group(2) != "0"
+            found[m.group(1)] = (int(m.group(2)), m.group(3))
+        assert found.keys() == {"stomp", "http"}, log.read_text()
+        assert found["stomp"][1] == "tcp" and found["http"][1] == "http"
+        with socket.create_connection((HOST, found["stomp"][0]), timeout=IO_TIMEOUT) as s:
+            s.sendall(b"CONNECT\naccept-version:1.2\nhost:/\n\n\x00")
+            assert s.recv(4096).startswith(b"CONNECTED\n")
+        url = f"http://{HOST}:{found['http'][0]}/api/health"
+        with urllib.request.urlopen(url, timeout=IO_TIMEOUT) as reply:
+            assert reply.status == 200
+    finally:
+        proc.kill()
+        out, _ = proc.communicate(timeout=IO_TIMEOUT)
+    assert b"listening on" not in out  # no native listener to print
+
+
+def test_the_native_listener_logs_the_port_stdout_gives(serve: Serve) -> None:
+    server = serve(http=True)
+    line = server.wait_log(r"event=listening protocol=native ")
+    m = _LISTENING.search(line)
+    assert m is not None, line
+    assert (int(m.group(2)), m.group(3)) == (server.port, "tcp")
 
 
 # ---- flow control ---------------------------------------------------------------------------

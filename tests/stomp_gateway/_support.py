@@ -34,7 +34,7 @@ __all__ = [
     "store_commits",
 ]
 
-_STOMP_RE = r"event=listening protocol=stomp address=tcp://127\.0\.0\.1:(\d+)"
+_STOMP_RE = r"event=listening protocol=stomp address=127\.0\.0\.1:(\d+) url=tcp://"
 
 
 def start_server(

@@ -173,6 +173,38 @@ def test_output_of_later_requests_waits_behind_the_deferred_reply() -> None:
     assert e.store.handed == []
 
 
+def test_an_acknowledgement_still_being_written_does_not_stop_a_deferral() -> None:
+    """The removal of an earlier message (no output of its own) is on its way to the disk:
+    the next message is deferred all the same, and its reply leaves in its place, after it."""
+    e = _Engine()
+    e.broker.enable_deferral(None)
+    e.handle(_send(10, 1))
+    e.store.commit()  # written before delivery, deferral off
+    e.broker.enable_deferral(e.deferrals.append)
+    e.ack(e.deliveries()[0])  # one-way: its removal waits for a commit, with no output
+    e.out.clear()
+    e.handle(_send(11, 2))
+    assert [type(x) for x in e.out] == [c.Deliver] and len(e.deferrals) == 1
+    e.ack(e.deliveries()[0])
+    assert e.store.kinds() == [["AddMessage", "SetDeliveryCount"], ["RemoveMessage"]]
+    assert e.replies() == []  # consumed, but behind the earlier batch in the gate
+    e.store.commit()
+    assert e.replies() == [11]
+    assert e.depth() == 0
+
+
+def test_output_of_the_consumers_connection_waiting_in_the_gate_stops_a_deferral() -> None:
+    """A reply on the consumer's connection waits for an earlier write: a delivery that left
+    now would overtake it, so the message is written first and delivered after it."""
+    e = _Engine()
+    e.handle(_send(10, 1, dest="queue://other"))  # its reply waits for the commit
+    e.handle(_send(11, 2))
+    assert e.deferrals == [] and e.out == []
+    assert e.store.kinds() == [["AddMessage"], ["AddMessage", "SetDeliveryCount"]]
+    e.store.commit()
+    assert [x.corr if isinstance(x, c.Ok) else "deliver" for x in e.out] == [10, "deliver", 11]
+
+
 def test_a_deferred_batch_that_fails_fails_the_send_and_pauses_deferral() -> None:
     e = _Engine()
     e.handle(_send(10, 1))

@@ -237,6 +237,27 @@ def test_a_topic_sums_its_subscriptions() -> None:
     assert [(s.depth, s.consumers) for s in st.subscriptions] == [(2, 1), (2, 1)]
 
 
+def test_a_topics_counters_keep_what_its_deleted_subscriptions_counted() -> None:
+    """Prometheus counters (``_total``) must not go down: a subscription that goes (its
+    consumer closed) leaves its counts with the topic; what it still held counts as dequeued,
+    so enqueued - dequeued stays the depth."""
+    broker = _engine()
+    client = _client(broker)
+    for cid in (1, 2):
+        client.request(
+            c.CreateConsumer(session_id=1, consumer_id=cid, destination="topic://t", prefetch=0)
+        )
+    client.send("topic://t", 3)
+    client.request(c.CloseConsumer(consumer_id=1))
+    st = client.stat("topic://t")
+    assert (st.depth, st.enqueued, st.dequeued, st.consumers) == (3, 6, 3, 1)
+    client.request(c.CloseConsumer(consumer_id=2))
+    client.send("topic://t", 2)  # no subscriber: nobody takes these
+    st = client.stat("topic://t")
+    assert (st.depth, st.enqueued, st.dequeued, st.consumers) == (0, 6, 6, 0)
+    assert st.subscriptions == []
+
+
 class _LaterStore(MemoryStore):
     """A memory store that answers like a disk store: batches complete when the test says,
     and a restart recovers an index only (no message bytes)."""

@@ -83,12 +83,13 @@ class BrokerConfig:
         persist_delivery_count: write "delivered" to the store before a persistent message is
             dispatched (A-15), so it comes back marked redelivered after a crash. Turning it
             off saves one write per delivery (Artemis's default), a documented deviation.
-        dispatch_hold: seconds a server holds back the insert of a PERSISTENT message that
-            it delivered at once to a waiting consumer, so that the consumer's
+        dispatch_hold: seconds the broker holds back the insert of a PERSISTENT message
+            that it delivered at once to a waiting consumer, so that the consumer's
             acknowledgement, if it comes first, cancels the write (concurrent store and
             dispatch, as ActiveMQ Classic's for queues); the sender's reply still waits
             until the message is durable or acknowledged. 0 turns it off: every PERSISTENT
-            message is durable before it is delivered. The embedded broker never holds.
+            message is durable before it is delivered. Only with a durable store that
+            writes on its own thread (SQLite, PostgreSQL); a memory store never holds.
     """
 
     auto_create: bool = True

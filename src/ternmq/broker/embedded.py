@@ -35,6 +35,13 @@ A thread that does block for its reply (its batch waits behind another commit) b
 ``SCHED_BATCH`` (``PendingReply(defer_wakeup=True)``, ``ternmq._sched``): the thread that will
 wake it holds the GIL, so it should not preempt it; the store's writer runs so too.
 
+A PERSISTENT message that goes at once to a consumer waiting for it may have its insert
+deferred for ``dispatch_hold`` seconds (``Broker.enable_deferral``): if the consumer's
+acknowledgement comes first, neither the insert nor the removal is written, and the sender's
+send returns without an fsync. A *hold* thread ends each deferral that runs out
+(:meth:`EmbeddedBroker._defer_soon`); it keeps real time, whatever the broker's clock, and
+ends itself after ``HOLD_LINGER`` seconds without a deferral.
+
 Time-driven work (delivery delay, redelivery delay, the expiry reaper) runs on one timer
 thread that exists only while something is pending, so an idle embedded broker holds no
 thread. With a fake clock (``ternmq.testing.FakeClock``) no timer is armed: advancing the
@@ -48,6 +55,7 @@ import collections
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -63,6 +71,8 @@ from ternmq.store import Store, describe_store
 __all__ = ["EmbeddedBroker", "ReplyWaiter", "get_embedded"]
 
 log = logging.getLogger("ternmq.broker")
+
+HOLD_LINGER = 1.0  # seconds the hold thread waits for another deferral before it ends
 
 _registry: dict[str, EmbeddedBroker] = {}
 _registry_lock = threading.Lock()
@@ -137,6 +147,11 @@ class EmbeddedBroker(BrokerHost):
         self._commit_pending = False
         # Replies produced under the lock, resolved by the holder once it let go; see _resolve.
         self._replies: collections.deque[tuple[ReplyWaiter, c.Reply]] = collections.deque()
+        # The deferral the hold thread ends: (time.monotonic() due, token), or None. The broker
+        # defers one batch at a time, so only the latest counts.
+        self._hold: tuple[float, int] | None = None
+        self._hold_thread: threading.Thread | None = None
+        self._hold_wake = threading.Condition(threading.Lock())
 
     @property
     def url(self) -> str:
@@ -193,6 +208,9 @@ class EmbeddedBroker(BrokerHost):
                 broker.shutdown()
                 self._drain()  # completions the store reported while closing
             self._disarm()
+        with self._hold_wake:  # shutdown wrote what was deferred: the hold thread may end
+            self._hold = None
+            self._hold_wake.notify()
         if self.data_dir is not None:
             self._store = None  # a restart reopens the directory (and recovers from it)
 
@@ -324,6 +342,52 @@ class EmbeddedBroker(BrokerHost):
     def _drain(self) -> None:
         """Run everything posted so far, in order (the caller holds the lock)."""
         drain(self._posted)
+
+    # ---- deferred inserts -----------------------------------------------------------------
+    def _defer_soon(self, token: int) -> None:
+        """The broker's ``on_defer`` (under the lock): have the hold thread end the deferral
+        ``token`` after ``dispatch_hold`` seconds, starting that thread if it is not running."""
+        assert self.broker is not None
+        due = time.monotonic() + self.broker.config.dispatch_hold
+        with self._hold_wake:
+            self._hold = (due, token)
+            if self._hold_thread is None:
+                self._hold_thread = threading.Thread(
+                    target=self._hold_loop, name=f"ternmq-hold-{self.name}", daemon=True
+                )
+                self._hold_thread.start()
+            # else it waits for an earlier deferral's due time (settled by now: the broker
+            # starts one only when the last is gone) or for none: either way it looks again
+
+    def _hold_loop(self) -> None:
+        wake = self._hold_wake
+        while True:
+            with wake:
+                hold = self._hold
+                if hold is None:
+                    if self.broker is not None:
+                        wake.wait(HOLD_LINGER)
+                    if self._hold is None:
+                        self._hold_thread = None
+                        return
+                    continue
+                due, token = hold
+                delay = due - time.monotonic()
+                if delay > 0:
+                    wake.wait(delay)
+                    continue
+                self._hold = None
+            self._end_deferral(token)
+
+    def _end_deferral(self, token: int) -> None:
+        """The hold of deferral ``token`` ran out: the acknowledgements posted meanwhile
+        first (one may settle it), then the broker writes what is left of it; the writer
+        thread commits it, and the sender's reply leaves once it is durable."""
+        with self._owner():
+            broker = self.broker
+            if broker is not None:
+                self._drain()
+                broker.end_deferral(token)
 
     # ---- the timer ----------------------------------------------------------------------
     def tick(self) -> None:

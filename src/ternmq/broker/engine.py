@@ -75,7 +75,7 @@ from ternmq.broker._records import (
 )
 from ternmq.broker._recover import recover
 from ternmq.broker._sequenced import HANDLERS, SEQ_RESERVE_BLOCK, sweep_staged
-from ternmq.broker._stats import queue_stat, topic_stat
+from ternmq.broker._stats import NO_COUNTS, Counts, queue_stat, retire, topic_stat
 from ternmq.broker.clock import Clock, SystemClock
 from ternmq.broker.config import BrokerConfig
 from ternmq.destination import Destination, TemporaryQueue, TemporaryTopic, destination
@@ -153,6 +153,9 @@ NOT_STORED = -1
 # Deliveries of a consumer that are not deferred after a deferral for it ran out
 # (Broker.end_deferral): a consumer slow to acknowledge costs its senders few such waits.
 DEFER_SKIP: Final = 64
+# The most earlier output groups a deferral looks through for output of its consumers'
+# connections (Broker._holds_output_for); behind more, it does not defer.
+DEFER_BEHIND: Final = 8
 
 
 def _refused(
@@ -217,6 +220,8 @@ class Broker:
         self.populate_user_id = populate_user_id
         self.queues: dict[Destination, MessageQueue] = {}
         self.topics: dict[Destination, list[Subscription]] = {}
+        # What each topic's deleted subscriptions had counted (``_stats.retire``).
+        self._retired: dict[Destination, Counts] = {}
         self.durable: dict[tuple[str | None, str], Subscription] = {}
         self.shared: dict[tuple[str | None, str], Subscription] = {}
         self.connections: dict[str, BrokerConnection] = {}
@@ -807,6 +812,7 @@ class Broker:
         elif sub.shared:
             self.shared.pop(sub.key, None)  # type: ignore[arg-type]
         q = sub.queue
+        self._retired[sub.topic] = retire(self._retired.get(sub.topic, NO_COUNTS), q)
         q.deleted = True
         for e in q.clear():
             self.total_bytes -= e.held
@@ -1438,6 +1444,7 @@ class Broker:
         conn.temporaries.pop(dest, None)
         self._dedup.drop(dest)
         if dest.is_topic:
+            self._retired.pop(dest, None)
             for sub in list(self.topics.pop(dest, [])):
                 sub.queue.deleted = True
                 for e in sub.queue.clear():
@@ -1576,6 +1583,7 @@ class Broker:
         for sub in list(self.topics.get(dest, [])):
             self._delete_subscription(sub)
         self.topics.pop(dest, None)
+        self._retired.pop(dest, None)
         self._dedup.drop(dest)
 
     def stat(self, dest: Destination) -> c.DestinationStat:
@@ -1597,7 +1605,9 @@ class Broker:
         """The figures of one destination, read from its counters (``_stats.py``)."""
         duplicates = self._dedup.duplicates(dest)
         if dest.is_topic:
-            return topic_stat(dest, self.topics.get(dest, []), duplicates)
+            return topic_stat(
+                dest, self.topics.get(dest, []), duplicates, self._retired.get(dest, NO_COUNTS)
+            )
         return queue_stat(dest, self.queues[dest], duplicates)
 
     # A ClassVar (filled in below the class) so that mypyc compiles it as a class attribute.
@@ -2019,17 +2029,19 @@ class Broker:
     def _defer_batch(self, early: list[Entry]) -> bool:
         """Concurrent store and dispatch: if everything this request would write is the
         insert (and delivery count) of PERSISTENT messages it delivered (``early``) to
-        consumers with nothing else outstanding, and no earlier batch is waiting, those
-        deliveries leave now, the rest of the output (the sender's reply) waits in the gate
-        as usual, and the batch is deferred (not yet submitted) until :meth:`end_deferral`
-        or another batch: an acknowledgement that comes first takes its message out of it
-        (``_settle_deferred``), so a consumer that keeps up costs the store no write at all.
-        The sender's reply still means the message is durable, or consumed. Returns False
-        (nothing done) otherwise."""
-        if self._pending or self._deferral_paused or self._on_defer is None:
+        consumers with nothing else outstanding, and no output of their connections waits
+        in the gate for an earlier batch, those deliveries leave now, the rest of the output
+        (the sender's reply) waits in the gate as usual, and the batch is deferred (not yet
+        submitted) until :meth:`end_deferral` or another batch: an acknowledgement that comes
+        first takes its message out of it (``_settle_deferred``), so a consumer that keeps up
+        costs the store no write at all. The sender's reply still means the message is
+        durable, or consumed. Returns False (nothing done) otherwise."""
+        if self._deferral_paused or self._on_defer is None:
             return False
         keys = self._only_inserts_of(early)
         if keys is None:
+            return False
+        if self._pending and self._holds_output_for({id(e.session.conn) for e in early}):
             return False
         dids = {(id(e.session.conn), e.delivery_id) for e in early}
         now: Output = []
@@ -2053,6 +2065,20 @@ class Broker:
             conn.emit(cmd)
         self._on_defer(token)
         return True
+
+    def _holds_output_for(self, conns: set[int]) -> bool:
+        """Whether output of a connection in ``conns`` (by ``id``) waits in the gate, or it
+        is too long to tell cheaply (more than ``DEFER_BEHIND`` groups): deliveries that leave
+        now must not overtake it. Earlier batches without output for them (the removals of
+        acknowledgements, a reply to another connection) may still be written meanwhile."""
+        pending = self._pending
+        if len(pending) > DEFER_BEHIND:
+            return True
+        for group in pending:
+            for conn, _ in group[3]:
+                if id(conn) in conns:
+                    return True
+        return False
 
     def _settle_deferred(self) -> None:
         """A request made a store batch while one is deferred: if it only removes messages

@@ -15,6 +15,9 @@ embedded broker's lock (``broker/embedded.py``) or the server's event loop
   becomes :attr:`BrokerHost.owner_store`, and announces a small batch through
   :meth:`BrokerHost._commit_soon`; the owner then calls its ``commit_due`` where it may block
   for one commit (``store/sqlite.py``);
+- **deferred inserts**: with ``dispatch_hold`` above 0 the broker may deliver a PERSISTENT
+  message before its insert is written and defer the insert (``Broker.enable_deferral``);
+  the host ends each deferral after that many seconds (:meth:`BrokerHost._defer_soon`);
 - **time**: :meth:`BrokerHost.rearm` arms the host's one timer for
   ``broker.next_deadline()`` (only when it changed), asking the clock how long to sleep
   (``Clock.sleep_time``: a fake clock says "never", and calls the host back through
@@ -24,7 +27,8 @@ embedded broker's lock (``broker/embedded.py``) or the server's event loop
 - **stats**: :meth:`BrokerHost.stats`, what the broker holds, per destination.
 
 A host supplies only its I/O: how a callable reaches the owner context (:meth:`run_in_owner`),
-when an announced owner commit runs (:meth:`_commit_soon`), the timer itself (:meth:`_arm`),
+when an announced owner commit runs (:meth:`_commit_soon`), when a deferral ends
+(:meth:`_defer_soon`), the timer itself (:meth:`_arm`),
 how a clock jump enters the owner context (:meth:`_on_clock_jump`) and where warnings are
 logged (:meth:`_warn`). This module imports no thread, loop or log: those are the hosts'.
 """
@@ -87,6 +91,14 @@ class BrokerHost(abc.ABC):
         context, and return once it ran."""
 
     @abc.abstractmethod
+    def _defer_soon(self, token: int) -> None:
+        """The broker's ``on_defer`` (in the owner context): a PERSISTENT message went to a
+        waiting consumer before its insert was written; call ``broker.end_deferral(token)``
+        in the owner context after ``config.dispatch_hold`` seconds of real time (not the
+        broker's clock: a fake clock must not hold a sender) unless the consumer's
+        acknowledgement settled it first (``Broker.enable_deferral``)."""
+
+    @abc.abstractmethod
     def _warn(self, event: str, **fields: object) -> None:
         """The broker's ``on_warning``: something it did on its own, for the host's log."""
 
@@ -133,6 +145,8 @@ class BrokerHost(abc.ABC):
             raise
         owner_commits = store.set_owner_commits(self._commit_soon)
         self.owner_store = store if owner_commits else None
+        if config.dispatch_hold > 0:
+            broker.enable_deferral(self._defer_soon)  # a synchronous store ignores it
         self._timer_due = None
         self.broker = broker
         if not self._listening:

@@ -248,8 +248,6 @@ class BrokerServer(BrokerHost):
                 request_check=self.check_request,
                 populate_user_id=cfg.populate_user_id,
             )
-            if cfg.broker.dispatch_hold > 0:
-                broker.enable_deferral(self._defer_soon)
         except BaseException:
             for server in self._servers:
                 server.close()
@@ -266,7 +264,7 @@ class BrokerServer(BrokerHost):
                 if server.is_serving():
                     continue  # the HTTP listener of a backup
                 await server.start_serving()
-                log_event(log, logging.INFO, "listening", protocol=protocol, address=address)
+                _log_listening(protocol, address)
         except BaseException:
             await self.stop()
             raise
@@ -301,9 +299,7 @@ class BrokerServer(BrokerHost):
                 for server, (protocol, address) in zip(self._servers, self._bound, strict=True):
                     if protocol == "http":
                         await server.start_serving()
-                        log_event(
-                            log, logging.INFO, "listening", protocol=protocol, address=address
-                        )
+                        _log_listening(protocol, address)
             elif problem is not None:
                 log_event(log, logging.WARNING, "backup_retry", problem=problem)
             await asyncio.sleep(POLL_INTERVAL)
@@ -755,6 +751,15 @@ class BrokerServer(BrokerHost):
             )
 
 
+def _log_listening(protocol: str, url: str) -> None:
+    """The ``event=listening`` line of one listener: ``address`` is its real ``HOST:PORT``
+    (an IPv6 host in brackets), ``url`` the same with its scheme (``tcp``, ``tls``, ``http``,
+    ``https``), which says whether it speaks TLS."""
+    log_event(
+        log, logging.INFO, "listening", protocol=protocol, address=url.split("://", 1)[1], url=url
+    )
+
+
 def _within(limit: int, held: int, name: str, what: str) -> None:
     """Raise unless one more fits: ``held`` of ``limit`` (0 = unlimited) are in use.
 
@@ -903,7 +908,7 @@ def build_parser(prog: str = "ternmq serve") -> argparse.ArgumentParser:
         "--port",
         type=int,
         metavar="N",
-        help="port of the TCP listener (default 61616; 0 picks a free one)",
+        help="port of the TCP listener (default 61616; 0 picks a free one; -1 turns it off)",
     )
     p.add_argument(
         "--stomp-port",
@@ -1047,6 +1052,8 @@ def main(argv: list[str] | None = None) -> int:
             http_port=args.http_port,
             openwire_port=args.openwire_port,
         )
+        if not config.all_listeners():
+            raise ValueError("every listener is off (-1): give at least one a port")
         pin_to_cpus(config.cpu_affinity)
     except ValueError as exc:
         print(f"ternmq serve: {exc}", file=sys.stderr)

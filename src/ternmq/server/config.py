@@ -265,10 +265,12 @@ class ServerConfig:
     openwire_port: int | None = None
 
     def all_listeners(self) -> tuple[ListenerConfig, ...]:
-        """The listeners, then the STOMP-only listener of ``stomp_port`` (unless -1), then
-        the HTTP listener (``protocol == "http"``) when it is on; each with its
-        ``stomp_persistent_default`` settled (the top-level one unless it has its own)."""
-        out = self.listeners
+        """The listeners that are on (a port of -1 is off), then the STOMP-only listener of
+        ``stomp_port`` (unless -1), then the HTTP listener (``protocol == "http"``) when it is
+        on; each with its ``stomp_persistent_default`` settled (the top-level one unless it
+        has its own). The first native listener's ``bind`` is the others' default, even when
+        that listener is off."""
+        out = tuple(ls for ls in self.listeners if ls.port != -1)
         native_bind = next(
             (ls.bind for ls in self.listeners if ls.protocol == "native"), "127.0.0.1"
         )
@@ -337,13 +339,16 @@ class ServerConfig:
         openwire_port: int | None = None,
     ) -> ServerConfig:
         """This config with command-line values applied: ``bind``/``port`` replace those of
-        the first plain-TCP native listener (one is added if there is none); ``http_port``
-        that of the HTTP listener (-1: off).
+        the first plain-TCP native listener (one is added if there is none; a ``port`` of -1
+        turns it off, its ``bind`` still the other listeners' default); ``http_port`` that of
+        the HTTP listener (-1: off).
 
         Raises:
-            ValueError: ``http_port`` is not a TCP port, 0 or -1.
+            ValueError: ``port`` or ``http_port`` is not a TCP port, 0 or -1.
         """
         cfg = self
+        if port is not None and not -1 <= port <= 65535:
+            raise ValueError(f"--port {port}: give a TCP port, 0 (any) or -1 (off)")
         if http_port is not None:
             if not -1 <= http_port <= 65535:
                 raise ValueError(f"--http-port {http_port}: give a TCP port, 0 (any) or -1 (off)")
@@ -513,8 +518,10 @@ def _parse_listener(raw: object, i: int) -> ListenerConfig:
             f"{where}.stomp_persistent_default",
         ),
     )
-    if not 0 <= listener.port <= 65535:
-        raise ValueError(f"config {where}.port: {listener.port} is not a TCP port")
+    if not -1 <= listener.port <= 65535:
+        raise ValueError(
+            f"config {where}.port: {listener.port} is not a TCP port (0: a free one, -1: off)"
+        )
     return listener
 
 
