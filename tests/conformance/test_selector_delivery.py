@@ -122,3 +122,43 @@ def test_sel_62_message_selector_returned_as_given(connection: Connection) -> No
     assert s.create_consumer(Queue("q62"), "").message_selector is None
     assert s.create_browser(Queue("q62"), text).message_selector == text
     assert s.create_browser(Queue("q62")).message_selector is None
+
+
+def test_sel_34_jmsx_delivery_count_is_the_count_of_the_attempt(connection: Connection) -> None:
+    """SEL-34 (vectors R-22, R-23): a selector sees JMSXDeliveryCount as the delivery about
+    to be attempted would carry it: 1 the first time (never NULL), 2 after one rollback, so
+    the usual poison-message filter ``JMSXDeliveryCount > n`` can match; a browser sees the
+    count of the next delivery too."""
+    q = Queue("sel34")
+    _send(connection, q, ("red", 1, 4))
+    s = connection.create_session()
+    for never in ("JMSXDeliveryCount IS NULL", "JMSXDeliveryCount > 1"):
+        c = s.create_consumer(q, never)
+        assert drain_texts(c) == []
+        c.close()
+    browser = s.create_browser(q, "JMSXDeliveryCount = 1")
+    assert [m.text for m in browser] == ["red1"]  # type: ignore[attr-defined]
+    tx = connection.create_session(True)
+    first = tx.create_consumer(q, "JMSXDeliveryCount = 1")
+    m = first.receive(5.0)
+    assert m is not None and m.get_int_property("JMSXDeliveryCount") == 1
+    tx.rollback()
+    first.close()
+    not_first = s.create_consumer(q, "JMSXDeliveryCount = 1")
+    assert drain_texts(not_first) == []
+    not_first.close()
+    again = s.create_consumer(q, "JMSXDeliveryCount > 1")
+    m = again.receive(5.0)
+    assert m is not None and m.get_int_property("JMSXDeliveryCount") == 2
+    assert m.jms_redelivered
+
+
+def test_sel_34_a_topic_subscription_sees_a_first_delivery(connection: Connection) -> None:
+    """SEL-34: offered to a subscription, a published message counts its first delivery."""
+    t = Topic("sel34t")
+    s = connection.create_session()
+    first = s.create_consumer(t, "JMSXDeliveryCount = 1")
+    later = s.create_consumer(t, "JMSXDeliveryCount > 1")
+    _send(connection, t, ("red", 1, 4))
+    assert drain_texts(first) == ["red1"]
+    assert drain_texts(later) == []

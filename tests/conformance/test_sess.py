@@ -125,6 +125,10 @@ def test_s_sess_8_create_session_forms(connection: Connection) -> None:
     assert connection.create_session(False, 3).acknowledge_mode == 3
     assert connection.create_session(1).acknowledge_mode == 1
     assert connection.create_session(3).acknowledge_mode == 3
+    assert connection.create_session(session_mode=2).acknowledge_mode == 2  # the JMS 2.0 name
+    assert connection.create_session(session_mode=0).transacted is True
+    with pytest.raises(JMSException, match="session_mode alone"):
+        connection.create_session(True, session_mode=1)
     with pytest.raises(JMSException):
         connection.create_session(7)
 

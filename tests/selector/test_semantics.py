@@ -259,6 +259,25 @@ def test_sel_34_delivery_count_is_read_as_supplied() -> None:
     check("JMSXDeliveryCount > 1", Msg({"JMSXDeliveryCount": 2}), True)
 
 
+def test_sel_34_the_count_a_broker_supplies_beside_the_message() -> None:
+    """SEL-34: a selector that names JMSXDeliveryCount says so (wherever it sits in the
+    expression), and ``with_delivery_count`` lends a message the count of a delivery, typed
+    int, without changing it; other fields read through."""
+    from ternmq.selector import compile_selector, with_delivery_count
+
+    for text in ["JMSXDeliveryCount > 1", "NOT (a = 1 OR JMSXDeliveryCount BETWEEN 2 AND 3)"]:
+        assert compile_selector(text).reads_delivery_count  # type: ignore[union-attr]
+    assert not compile_selector("a = 1 AND b BETWEEN 1 AND 2").reads_delivery_count  # type: ignore[union-attr]
+    m = Msg({"a": 1})
+    sel = compile_selector("a = 1 AND JMSXDeliveryCount = 2 AND JMSPriority = 4")
+    assert sel is not None
+    assert not sel.matches(m)
+    assert sel.matches(with_delivery_count(m, 2))
+    assert "JMSXDeliveryCount" not in m._properties
+    wraps = compile_selector("JMSXDeliveryCount + 0.5 = 2.5")  # an int, not a float
+    assert wraps is not None and wraps.matches(with_delivery_count(m, 2))
+
+
 def test_sel_35_no_getter_conversions() -> None:
     """SEL-35: a String '2' stays a String; a boolean stays a boolean; no coercion."""
     check("NumberOfOrders > 1", Msg({"NumberOfOrders": "2"}), False)

@@ -87,6 +87,22 @@ def test_bad_tcp_options(query: str, says: str) -> None:
         ConnectionFactory(f"tcp://h:1?{query}")
 
 
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        ("prefech=0", "unknown option 'prefech' in 'vm://opts\\?prefech=0'; vm:// takes prefetch"),
+        ("heartbeat=5", "unknown option 'heartbeat'"),  # a tcp:// option: no link to watch
+    ],
+)
+def test_bad_vm_options(query: str, says: str) -> None:
+    """A misspelt or foreign option of a ``vm://`` URL is refused, as for ``tcp://``,
+    naming the options it takes; the known ones are read."""
+    with pytest.raises(JMSException, match=says):
+        ConnectionFactory(f"vm://opts?{query}")
+    f = ConnectionFactory("vm://opts?prefetch=3&client_id=me&block_on_non_persistent_send=true")
+    assert (f.prefetch, f.client_id, f.block_on_non_persistent_send) == (3, "me", True)
+
+
 def test_tls_context_defaults() -> None:
     ctx = options("tls://h").ssl_context
     assert isinstance(ctx, ssl.SSLContext)
@@ -119,5 +135,5 @@ def test_bad_tls_options(query: str, says: str) -> None:
 
 
 def test_vm_urls_are_unchanged() -> None:
-    f = ConnectionFactory("vm://x?prefetch=3&data_dir=/tmp/d&anything=1")
+    f = ConnectionFactory("vm://x?prefetch=3&data_dir=/tmp/d")
     assert f._tcp is None and f.prefetch == 3 and f.data_dir == "/tmp/d"

@@ -64,3 +64,20 @@ def test_owner_commits_only_with_a_store_that_offers_them(tmp_path: pathlib.Path
     with EmbeddedBroker("host-disk", str(tmp_path / "data")) as disk:
         assert disk.broker is not None
         assert disk.owner_store is disk.broker.store
+
+
+def test_a_broker_a_vm_url_started_can_be_stopped_by_name() -> None:
+    """A ``vm://NAME`` URL starts an embedded broker on first use; ``EmbeddedBroker(NAME)
+    .stop()`` stops it (no object of the caller's started it), and the name is free again."""
+    name = "stop-by-name"
+    with ConnectionFactory(f"vm://{name}").create_context() as ctx:
+        ctx.create_producer().send(Queue("q"), "m")
+    EmbeddedBroker(name).stop()
+    again = EmbeddedBroker(name).start()  # "already running" before the stop
+    try:
+        assert again.running
+        with ConnectionFactory(f"vm://{name}").create_context() as ctx:
+            assert ctx.create_consumer(Queue("q")).receive_body(str, 0.2) is None  # a new one
+    finally:
+        again.stop()
+    EmbeddedBroker(name).stop()  # nothing runs under that name: a no-op

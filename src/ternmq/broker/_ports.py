@@ -31,8 +31,8 @@ from ternmq.broker._records import BrokerConnection, StagedTx, Subscription
 from ternmq.broker.clock import Clock
 from ternmq.broker.config import BrokerConfig
 from ternmq.destination import Destination
-from ternmq.message import Message
 from ternmq.protocol import commands as c
+from ternmq.selector import Selector
 from ternmq.store import Op
 
 __all__ = [
@@ -64,8 +64,9 @@ class EngineMessages(Protocol):
         """
         ...
 
-    def view(self, e: Entry) -> Message:
-        """The decoded message of ``e``, for selectors.
+    def selects(self, selector: Selector, e: Entry) -> bool:
+        """Whether ``selector`` matches the message of ``e`` as its next delivery would carry
+        it (``JMSXDeliveryCount`` included).
 
         Raises:
             JMSException: a paged-out message is missing from the store.

@@ -25,7 +25,7 @@ from typing import Any
 from ternmq.broker._queue import Entry, MessageQueue, Stored
 from ternmq.destination import Destination
 from ternmq.protocol import commands as c
-from ternmq.selector import Selector
+from ternmq.selector import Selector, with_delivery_count
 
 __all__ = [
     "BrokerConnection",
@@ -130,7 +130,12 @@ class Subscription:
                 and stored.origin_client == self.client_id
             ):
                 return False
-        return self.selector is None or self.selector.matches(stored.view())
+        selector = self.selector
+        if selector is None:
+            return True
+        if selector.reads_delivery_count:  # offered to the subscription: its first delivery
+            return selector.matches(with_delivery_count(stored.view(), 1))
+        return selector.matches(stored.view())
 
     @property
     def kind(self) -> c.SubscriptionKind:

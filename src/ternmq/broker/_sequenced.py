@@ -169,7 +169,7 @@ def on_read_range(broker: SequencedEngine, conn: BrokerConnection, req: c.ReadRa
         st = e.stored
         if st.expiration and st.expiration <= now:
             continue
-        if selector is not None and not selector.matches(broker.view(e)):
+        if selector is not None and not broker.selects(selector, e):
             continue
         data = broker.data(e)
         seqs.append(e.seq)
@@ -193,7 +193,7 @@ def on_ack_upto(broker: SequencedEngine, conn: BrokerConnection, req: c.AckUpto)
         for e in od.values():
             if e.seq > upto:
                 break  # each priority's map is in sequence order
-            if selector is None or selector.matches(broker.view(e)):
+            if selector is None or broker.selects(selector, e):
                 gone.append(e)
             else:
                 kept.append(e.seq)

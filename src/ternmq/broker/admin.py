@@ -242,7 +242,7 @@ def browse(
         st = e.stored
         if st.expiration and st.expiration <= now:
             continue
-        if sel is not None and not sel.matches(broker.view(e)):
+        if sel is not None and not broker.selects(sel, e):
             continue
         if skipped < offset:
             skipped += 1
@@ -370,7 +370,7 @@ def move(
         st = e.stored
         if st.expiration and st.expiration <= now:
             continue
-        if sel is None or sel.matches(broker.view(e)):
+        if sel is None or broker.selects(sel, e):
             picked.append(e)
     picked.sort(key=lambda e: e.seq)
     target_text = str(target)

@@ -197,10 +197,16 @@ class EmbeddedBroker(BrokerHost):
         return self
 
     def stop(self) -> None:
-        """Stop the broker: every connection is told and closed. A no-op if stopped."""
+        """Stop the broker: every connection is told and closed. A no-op if stopped. On an
+        object that is not running, it stops the running broker of its name, however that
+        started (a ``vm://NAME`` URL starts one on first use)."""
         with _registry_lock:
-            if _registry.get(self.name) is self:
+            running = _registry.get(self.name)
+            if running is self:
                 del _registry[self.name]
+        if running is not None and running is not self and self.broker is None:
+            running.stop()
+            return
         with self._owner():
             broker, self.broker = self.broker, None
             if broker is not None:

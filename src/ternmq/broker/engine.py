@@ -93,7 +93,7 @@ from ternmq.message._types import T
 from ternmq.message.codec import body_offset, decode_message, encode_message
 from ternmq.protocol import commands as c
 from ternmq.protocol.commands import Deliver  # (per message: one lookup compiled, not two)
-from ternmq.selector import Selector, compile_selector
+from ternmq.selector import Selector, compile_selector, with_delivery_count
 from ternmq.store import (
     AddMessage,
     AddSubscription,
@@ -1393,7 +1393,7 @@ class Broker:
             st = e.stored
             if st.expiration and st.expiration <= now:
                 continue
-            if selector is not None and not selector.matches(self.view(e)):
+            if selector is not None and not self.selects(selector, e):
                 continue
             out.append(self.data(e))
         return c.BrowseResult(corr=req.corr, messages=out, after=last, done=done)
@@ -1667,7 +1667,7 @@ class Broker:
             if consumer.credit <= 0 and consumer.pull <= 0:
                 continue
             selector = consumer.selector
-            if selector is not None and not selector.matches(self.view(e)):
+            if selector is not None and not self.selects(selector, e):
                 continue
             self._deliver(q, consumer, e, False)
             q.rr = (rr + i + 1) % n
@@ -1712,7 +1712,7 @@ class Broker:
                     owner = q.groups.get(st.group_id)
                     if owner is not None and owner is not consumer:
                         continue
-                if selector is not None and not selector.matches(self.view(e)):
+                if selector is not None and not self.selects(selector, e):
                     continue
                 found = e
                 break
@@ -1847,6 +1847,18 @@ class Broker:
             if data is None:
                 raise JMSException(f"message {e.seq} of {e.queue.name} is missing from the store")
         return data
+
+    def selects(self, selector: Selector, e: Entry) -> bool:
+        """Whether ``selector`` matches the message of ``e`` as its next delivery would
+        carry it: ``JMSXDeliveryCount`` is the count of that delivery (SEL-34).
+
+        Raises:
+            JMSException: a paged-out message is missing from the store.
+        """
+        view = self.view(e)
+        if selector.reads_delivery_count:
+            return selector.matches(with_delivery_count(view, e.count + 1))
+        return selector.matches(view)
 
     def view(self, e: Entry) -> Message:
         """The decoded message of ``e`` for selectors (not cached while paged out).

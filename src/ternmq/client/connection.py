@@ -86,6 +86,7 @@ _TRANSITIONS: dict[tuple[_State, str], _State] = {
 
 
 _CLIENT_OPTIONS: Final = ("prefetch", "client_id", "block_on_non_persistent_send")
+_VM_OPTIONS: Final = ("data_dir", "store")  # where an embedded broker keeps its store
 
 # Requests that change nothing in the broker: in flight when a failover link died, they are
 # simply sent again on the new link.
@@ -178,6 +179,13 @@ class ConnectionFactory:
             from ternmq.transport.tcp import parse_tcp_url
 
             self._tcp = parse_tcp_url(scheme, location, opts, url, client_options=_CLIENT_OPTIONS)
+        elif scheme == "vm":
+            known = (*_CLIENT_OPTIONS, *_VM_OPTIONS)
+            for name in opts:
+                if name not in known:
+                    raise JMSException(
+                        f"unknown option {name!r} in {url!r}; vm:// takes " + ", ".join(known)
+                    )
         self._scheme = scheme
         self._location = location
         self.user = user
@@ -451,16 +459,31 @@ class Connection:
         self.close()
 
     # ---- sessions ------------------------------------------------------------------------
-    def create_session(self, transacted: bool | int = False, acknowledge_mode: int = 1) -> Session:
+    def create_session(
+        self,
+        transacted: bool | int = False,
+        acknowledge_mode: int = 1,
+        *,
+        session_mode: int | None = None,
+    ) -> Session:
         """Create a session (CONN, SESS-01..SESS-05).
 
         ``create_session(True)`` is transacted; ``create_session(False, mode)`` uses ``mode``;
-        a plain ``int`` as the only argument is a JMS 2.0 ``session_mode``.
+        a plain ``int`` as the only argument, or ``session_mode=``, is a JMS 2.0
+        ``session_mode``.
 
         Raises:
             IllegalStateException: the connection is closed.
-            JMSException: an invalid acknowledge mode.
+            JMSException: an invalid acknowledge mode, or ``session_mode`` given beside a
+                positional argument.
         """
+        if session_mode is not None:
+            if transacted is not False or acknowledge_mode != 1:
+                raise JMSException(
+                    "create_session: give session_mode alone, or transacted and "
+                    "acknowledge_mode, not both"
+                )
+            transacted = int(session_mode)
         if isinstance(transacted, bool):
             if transacted:
                 mode = Session.SESSION_TRANSACTED

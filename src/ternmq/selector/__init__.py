@@ -33,10 +33,16 @@ from ternmq.selector._ast import (
 from ternmq.selector._evaluate import evaluate
 from ternmq.selector._parser import MAX_DEPTH, parse
 from ternmq.selector._selector import CACHE_SIZE, Selector, compile_selector, is_blank
-from ternmq.selector._target import PropertyValue, SelectorTarget
+from ternmq.selector._target import (
+    DELIVERY_COUNT,
+    PropertyValue,
+    SelectorTarget,
+    with_delivery_count,
+)
 
 __all__ = [
     "CACHE_SIZE",
+    "DELIVERY_COUNT",
     "MAX_DEPTH",
     "And",
     "Between",
@@ -58,4 +64,5 @@ __all__ = [
     "evaluate",
     "is_blank",
     "parse",
+    "with_delivery_count",
 ]

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Final
 
-from ternmq.selector._ast import Node
+from ternmq.selector._ast import Identifier, Node
 from ternmq.selector._compile import generate
 from ternmq.selector._parser import parse
-from ternmq.selector._target import SelectorTarget
+from ternmq.selector._target import DELIVERY_COUNT, SelectorTarget
 
 __all__ = ["CACHE_SIZE", "Selector", "compile_selector", "is_blank"]
 
@@ -34,16 +35,19 @@ class Selector:
         matches: ``matches(message) -> bool`` (a plain function, so a call costs no method
             binding): True only when the selector evaluates to TRUE for ``message``, a
             :class:`~ternmq.selector.SelectorTarget`; never raises.
+        reads_delivery_count: whether it names ``JMSXDeliveryCount``, which the broker sets
+            per delivery (:func:`~ternmq.selector.with_delivery_count`).
 
     Build one with :func:`compile_selector`, which caches by text.
     """
 
-    __slots__ = ("ast", "matches", "source", "text")
+    __slots__ = ("ast", "matches", "reads_delivery_count", "source", "text")
 
     text: str
     ast: Node
     source: str
     matches: Callable[[SelectorTarget], bool]
+    reads_delivery_count: bool
 
     def __init__(self, text: str) -> None:
         """Parse and compile ``text``.
@@ -60,9 +64,25 @@ class Selector:
         fn.__doc__ = _MATCHES_DOC
         fn.__qualname__ = "Selector.matches"
         self.matches = fn
+        self.reads_delivery_count = DELIVERY_COUNT in _identifiers(self.ast)
 
     def __repr__(self) -> str:
         return f"Selector({self.text!r})"
+
+
+def _identifiers(node: Node) -> set[str]:
+    """The names of every identifier in the tree under ``node``."""
+    out: set[str] = set()
+    stack: list[object] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Identifier):
+            out.add(n.name)
+        elif dataclasses.is_dataclass(n):
+            for f in dataclasses.fields(n):
+                value = getattr(n, f.name)
+                stack.extend(value if isinstance(value, (list, tuple)) else [value])
+    return out
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)

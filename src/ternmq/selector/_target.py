@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Final, Protocol
 
-__all__ = ["PropertyValue", "SelectorTarget"]
+__all__ = ["DELIVERY_COUNT", "PropertyValue", "SelectorTarget", "with_delivery_count"]
 
 PropertyValue = bool | int | float | str | None
+
+#: The one receive-time property a selector sees (SEL-34): set by the broker per delivery.
+DELIVERY_COUNT: Final = "JMSXDeliveryCount"
+_INT: Final = 5  # the JMS type tag of an int (``ternmq.message._types.T.INT``)
 
 
 class SelectorTarget(Protocol):
@@ -65,3 +69,31 @@ class SelectorTarget(Protocol):
     def jms_type(self) -> str | None:
         """The message type, or None."""
         ...
+
+
+class _Counted:
+    """A selector target as one delivery of it would carry it: ``JMSXDeliveryCount`` set,
+    every other field read through from the target."""
+
+    __slots__ = ("_properties", "_property_types", "_target")
+
+    def __init__(self, target: SelectorTarget, count: int) -> None:
+        self._target = target
+        props = dict(target._properties)
+        props[DELIVERY_COUNT] = count
+        self._properties = props
+        types = getattr(target, "_property_types", None)
+        tags = dict(types) if types else {}
+        tags[DELIVERY_COUNT] = _INT
+        self._property_types = tags
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._target, name)
+
+
+def with_delivery_count(target: SelectorTarget, count: int) -> SelectorTarget:
+    """``target`` as the delivery about to be attempted would carry it: with
+    ``JMSXDeliveryCount`` = ``count`` (an int; 1 for a first delivery), which a stored message
+    does not hold (the broker counts deliveries beside it). For a selector that reads it
+    (:attr:`Selector.reads_delivery_count`); the target itself is not changed."""
+    return _Counted(target, count)  # type: ignore[return-value]
