@@ -222,13 +222,18 @@ def test_scheduled_messages() -> None:
     _agrees(broker, st)
 
 
-def test_a_topic_sums_its_subscriptions() -> None:
-    broker = _engine()
-    client = _client(broker)
+def _topic_with_two_subscribers() -> _Client:
+    """A client of a fresh engine with consumers 1 and 2 on ``topic://t`` (session 1)."""
+    client = _client(_engine())
     for cid in (1, 2):
         client.request(
             c.CreateConsumer(session_id=1, consumer_id=cid, destination="topic://t", prefetch=0)
         )
+    return client
+
+
+def test_a_topic_sums_its_subscriptions() -> None:
+    client = _topic_with_two_subscribers()
     client.send("topic://t", 2)
     reply = client.request(c.Stat(destination="topic://t"))
     assert isinstance(reply, c.StatResult)
@@ -241,12 +246,7 @@ def test_a_topics_counters_keep_what_its_deleted_subscriptions_counted() -> None
     """Prometheus counters (``_total``) must not go down: a subscription that goes (its
     consumer closed) leaves its counts with the topic; what it still held counts as dequeued,
     so enqueued - dequeued stays the depth."""
-    broker = _engine()
-    client = _client(broker)
-    for cid in (1, 2):
-        client.request(
-            c.CreateConsumer(session_id=1, consumer_id=cid, destination="topic://t", prefetch=0)
-        )
+    client = _topic_with_two_subscribers()
     client.send("topic://t", 3)
     client.request(c.CloseConsumer(consumer_id=1))
     st = client.stat("topic://t")
@@ -325,12 +325,8 @@ def test_paged_messages_and_after_a_restart() -> None:
 def _calls_of_stat(held: int) -> int:
     """Python and C calls made while the engine answers a ``Stat`` of a queue of ``held``
     messages (half of them in flight) and a topic of two subscriptions holding as many."""
-    broker = _engine()
-    client = _client(broker)
-    for cid in (1, 2):
-        client.request(
-            c.CreateConsumer(session_id=1, consumer_id=cid, destination="topic://t", prefetch=0)
-        )
+    client = _topic_with_two_subscribers()
+    broker = client.broker
     client.request(
         c.CreateConsumer(session_id=1, consumer_id=3, destination="queue://q", prefetch=held // 2)
     )

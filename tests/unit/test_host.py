@@ -81,3 +81,37 @@ def test_a_broker_a_vm_url_started_can_be_stopped_by_name() -> None:
     finally:
         again.stop()
     EmbeddedBroker(name).stop()  # nothing runs under that name: a no-op
+
+
+def _timer_threads(name: str) -> list[str]:
+    import threading
+
+    return [t.name for t in threading.enumerate() if t.name == f"ternmq-timer-{name}"]
+
+
+def test_an_embedded_broker_without_connections_holds_no_timer_thread() -> None:
+    """With a delayed and an expiring message pending, the timer thread runs while a
+    connection is open and ends with the last one; the next connection (or ``stats()``)
+    lets time catch up first, so the delayed message is there at once."""
+    import time
+
+    name = "dormant"
+    broker = EmbeddedBroker(name).start()
+    try:
+        with ConnectionFactory(broker.url).create_context() as ctx:
+            ctx.create_producer().set_time_to_live(3600).send(Queue("ttl"), "kept")
+            ctx.create_producer().set_delivery_delay(0.2).send(Queue("later"), "due")
+            assert _timer_threads(name)
+        deadline = time.monotonic() + 5
+        while _timer_threads(name) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not _timer_threads(name)
+        time.sleep(0.3)  # the delay passes with nobody connected
+        (later,) = [s for s in broker.stats() if s.name == "queue://later"]
+        assert (later.depth, later.scheduled) == (1, 0)  # caught up by stats()
+        with ConnectionFactory(broker.url).create_context() as ctx:
+            assert ctx.create_consumer(Queue("later")).receive_body(str, 0) == "due"
+            assert ctx.create_consumer(Queue("ttl")).receive_body(str, 0) == "kept"
+            assert _timer_threads(name)  # the expiry reaper runs again while connected
+    finally:
+        broker.stop()

@@ -43,9 +43,13 @@ send returns without an fsync. A *hold* thread ends each deferral that runs out
 ends itself after ``HOLD_LINGER`` seconds without a deferral.
 
 Time-driven work (delivery delay, redelivery delay, the expiry reaper) runs on one timer
-thread that exists only while something is pending, so an idle embedded broker holds no
-thread. With a fake clock (``ternmq.testing.FakeClock``) no timer is armed: advancing the
-clock runs that work synchronously instead.
+thread that exists only while something is pending *and* a connection is open: with no
+connection nobody can see time act, so the thread ends (the broker is *dormant*), and the
+next connection (or :meth:`EmbeddedBroker.stats`) first lets time catch up, on its own
+thread, before it goes on. An embedded broker with no open connection holds no thread for
+long: the hold thread and the store's writer end within seconds of their last work. With a
+fake clock (``ternmq.testing.FakeClock``) no timer is armed: advancing the clock runs that
+work synchronously instead.
 """
 
 from __future__ import annotations
@@ -143,6 +147,8 @@ class EmbeddedBroker(BrokerHost):
         # One-way requests (acks, credit) wait here until a thread holds the lock; see
         # broker/_posting.py.
         self._posted: collections.deque[Callable[[], None]] = collections.deque()
+        # No connection is open since the last one closed: no timer thread runs (_wake_up).
+        self._dormant = False
         # The owner store announced a batch; the thread that released the lock writes it.
         self._commit_pending = False
         # Replies produced under the lock, resolved by the holder once it let go; see _resolve.
@@ -193,6 +199,10 @@ class EmbeddedBroker(BrokerHost):
                         ", ".join(f"{v} {k}" for k, v in broker.recovered.items()),
                     )
             _registry[self.name] = self
+        with self._owner():
+            running = self.broker
+            if running is not None and not running.connections:
+                self._dormant = True  # what it recovered waits for the first connection
         self._reschedule()
         return self
 
@@ -231,6 +241,7 @@ class EmbeddedBroker(BrokerHost):
         included), as the admin ``Stat`` request shows it; empty while stopped. Safe from
         any thread (it takes the broker lock)."""
         with self._owner():
+            self._wake_up()
             return super().stats()
 
     # ---- used by VmTransport ------------------------------------------------------------
@@ -241,9 +252,11 @@ class EmbeddedBroker(BrokerHost):
             JMSException: the broker is stopped.
         """
         with self._owner():
-            if self.broker is None:
+            broker = self.broker
+            if broker is None:
                 raise JMSException(f"the embedded broker {self.url} is stopped")
-            return self.broker.connect(emit)
+            self._wake_up()
+            return broker.connect(emit)
 
     def _submit(self, conn: BrokerConnection, req: c.Request) -> None:
         """Handle ``req`` of ``conn`` on this thread, under the lock (the hot path).
@@ -297,8 +310,12 @@ class EmbeddedBroker(BrokerHost):
     def _drop(self, conn: BrokerConnection) -> None:
         """The vm connection closed: the broker releases whatever it held."""
         with self._owner():
-            if self.broker is not None:
-                self.broker.drop_connection(conn)
+            broker = self.broker
+            if broker is not None:
+                broker.drop_connection(conn)
+                if not broker.connections:
+                    self._dormant = True
+                    self._disarm()  # the timer thread ends; the next connection wakes it
 
     # ---- the host's I/O: the lock is the owner context ----------------------------------
     def _warn(self, event: str, **fields: object) -> None:
@@ -410,9 +427,20 @@ class EmbeddedBroker(BrokerHost):
         with self._owner():
             self.rearm()
 
+    def _wake_up(self) -> None:
+        """A dormant broker (no connection since its last one closed) is about to be seen
+        (under the lock): let time act now, then arm the timer for what comes next."""
+        if self._dormant:
+            self._dormant = False
+            self._on_timer()
+
     def _arm(self, due: int | None) -> None:
         """Start the timer thread for ``due`` (under the lock, from :meth:`rearm`), or wake
-        it to wait for the new deadline, or to end itself (``due`` None)."""
+        it to wait for the new deadline, or to end itself (``due`` None). While dormant no
+        thread starts: the next connection lets time act."""
+        if self._dormant and due is not None:
+            self._timer_due = None  # so that waking up arms it again
+            due = None
         with self._timer_wake:
             if due is not None and (self._timer is None or not self._timer.is_alive()):
                 self._timer = threading.Thread(
