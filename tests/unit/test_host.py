@@ -109,6 +109,7 @@ def test_an_embedded_broker_without_connections_holds_no_timer_thread() -> None:
         time.sleep(0.3)  # the delay passes with nobody connected
         (later,) = [s for s in broker.stats() if s.name == "queue://later"]
         assert (later.depth, later.scheduled) == (1, 0)  # caught up by stats()
+        assert not _timer_threads(name)  # and still dormant
         with ConnectionFactory(broker.url).create_context() as ctx:
             assert ctx.create_consumer(Queue("later")).receive_body(str, 0) == "due"
             assert ctx.create_consumer(Queue("ttl")).receive_body(str, 0) == "kept"

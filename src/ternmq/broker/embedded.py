@@ -147,7 +147,7 @@ class EmbeddedBroker(BrokerHost):
         # One-way requests (acks, credit) wait here until a thread holds the lock; see
         # broker/_posting.py.
         self._posted: collections.deque[Callable[[], None]] = collections.deque()
-        # No connection is open since the last one closed: no timer thread runs (_wake_up).
+        # No connection is open since the last one closed: no timer thread runs (_catch_up).
         self._dormant = False
         # The owner store announced a batch; the thread that released the lock writes it.
         self._commit_pending = False
@@ -241,7 +241,7 @@ class EmbeddedBroker(BrokerHost):
         included), as the admin ``Stat`` request shows it; empty while stopped. Safe from
         any thread (it takes the broker lock)."""
         with self._owner():
-            self._wake_up()
+            self._catch_up(connecting=False)
             return super().stats()
 
     # ---- used by VmTransport ------------------------------------------------------------
@@ -255,7 +255,7 @@ class EmbeddedBroker(BrokerHost):
             broker = self.broker
             if broker is None:
                 raise JMSException(f"the embedded broker {self.url} is stopped")
-            self._wake_up()
+            self._catch_up(connecting=True)
             return broker.connect(emit)
 
     def _submit(self, conn: BrokerConnection, req: c.Request) -> None:
@@ -427,11 +427,12 @@ class EmbeddedBroker(BrokerHost):
         with self._owner():
             self.rearm()
 
-    def _wake_up(self) -> None:
+    def _catch_up(self, *, connecting: bool) -> None:
         """A dormant broker (no connection since its last one closed) is about to be seen
-        (under the lock): let time act now, then arm the timer for what comes next."""
+        (under the lock): let time act now. A connection ends the dormancy (the timer is
+        armed for what comes next); a look at :meth:`stats` does not."""
         if self._dormant:
-            self._dormant = False
+            self._dormant = not connecting
             self._on_timer()
 
     def _arm(self, due: int | None) -> None:
