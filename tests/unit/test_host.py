@@ -116,3 +116,29 @@ def test_an_embedded_broker_without_connections_holds_no_timer_thread() -> None:
             assert _timer_threads(name)  # the expiry reaper runs again while connected
     finally:
         broker.stop()
+
+
+def test_embedded_settings_take_the_server_configs_destinations_and_user_stamping() -> None:
+    """As ``[destinations."NAME"]`` and ``populate_user_id`` of the server's config: one
+    destination's policy over the default policy; JMSXUserID stamped with the user."""
+    import pytest
+
+    broker = EmbeddedBroker(
+        "settings",
+        redelivery_delay=0.5,
+        destinations={"queue://orders": {"max_delivery_attempts": 2}},
+        users={"app": "pw"},
+        populate_user_id=True,
+    )
+    orders = broker.config.policy_for("queue://orders")
+    assert (orders.max_delivery_attempts, orders.redelivery_delay) == (2, 0.5)
+    assert broker.config.policy_for("queue://other").max_delivery_attempts == 10
+    with broker:
+        with ConnectionFactory(broker.url).create_context("app", "pw") as ctx:
+            ctx.create_producer().send(Queue("orders"), "m")
+            got = ctx.create_consumer(Queue("orders")).receive(5.0)
+            assert got is not None and got.get_string_property("JMSXUserID") == "app"
+    with pytest.raises(TypeError, match="unknown policy setting 'max_attempts'"):
+        EmbeddedBroker("x", destinations={"queue://q": {"max_attempts": 1}})
+    with pytest.raises(ValueError, match="queue://NAME or topic://NAME"):
+        EmbeddedBroker("x", destinations={"orders": {}})

@@ -57,6 +57,7 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -65,7 +66,7 @@ from typing import Any
 
 from ternmq.broker._posting import ReplyWaiter, drain, post, resolve_replies, try_drain
 from ternmq.broker.clock import Clock
-from ternmq.broker.config import BrokerConfig
+from ternmq.broker.config import BrokerConfig, DestinationPolicy
 from ternmq.broker.engine import BrokerConnection
 from ternmq.broker.host import BrokerHost
 from ternmq.errors import JMSException
@@ -110,10 +111,14 @@ class EmbeddedBroker(BrokerHost):
         **settings: :class:`~ternmq.broker.config.BrokerConfig` fields, destination-policy
             fields such as ``max_delivery_attempts`` that set the default policy, and with a
             ``data_dir`` ``fsync`` (``"always"``, the default, or ``"batch"``) and
-            ``fsync_interval`` (seconds, for ``"batch"``).
+            ``fsync_interval`` (seconds, for ``"batch"``); as in the server's config also
+            ``destinations`` (``{"queue://orders": {"max_delivery_attempts": 3}}``: policy
+            fields of one destination, over the default policy) and ``populate_user_id``
+            (stamp ``JMSXUserID`` with the authenticated user on every send).
 
     Raises:
-        TypeError: an unknown setting, or both ``store`` and ``data_dir``.
+        TypeError: an unknown setting (or policy field), or both ``store`` and ``data_dir``.
+        ValueError: a ``destinations`` name that is not ``queue://NAME`` or ``topic://NAME``.
 
     :meth:`start` raises :class:`~ternmq.errors.JMSException` when another process uses the
     ``data_dir`` (its lock file) or the directory holds a store of another schema.
@@ -132,9 +137,11 @@ class EmbeddedBroker(BrokerHost):
         super().__init__(clock)
         fsync = settings.pop("fsync", "always")
         batch_interval = settings.pop("fsync_interval", 0.05)
+        self._populate_user_id = bool(settings.pop("populate_user_id", False))
+        destinations: dict[str, dict[str, Any]] = settings.pop("destinations", None) or {}
         self.name = name
         self.data_dir = None if data_dir is None else str(data_dir)
-        self.config = BrokerConfig.from_settings(**settings)
+        self.config = _with_destinations(BrokerConfig.from_settings(**settings), destinations)
         self._fsync = fsync
         self._batch_interval = batch_interval
         if store is not None and data_dir is not None:
@@ -188,6 +195,7 @@ class EmbeddedBroker(BrokerHost):
                     fsync=self._fsync,
                     fsync_interval=self._batch_interval,
                     users=self._users,
+                    populate_user_id=self._populate_user_id,
                 )
                 if self.data_dir is None:
                     self._store = broker.store  # a restart recovers from the same memory
@@ -464,6 +472,28 @@ class EmbeddedBroker(BrokerHost):
                     self._timer_wake.wait(min(delay, 60.0))
                     continue
             self.tick()
+
+
+def _with_destinations(config: BrokerConfig, tables: dict[str, dict[str, Any]]) -> BrokerConfig:
+    """``config`` with the per-destination policies ``tables`` (name -> policy fields, each
+    over the default policy), as the server's ``[destinations."NAME"]`` tables.
+
+    Raises:
+        TypeError: a field that is not a destination-policy field.
+        ValueError: a name that is not ``queue://NAME`` or ``topic://NAME``.
+    """
+    if not tables:
+        return config
+    policies = dict(config.policies)
+    known = {f.name for f in dataclasses.fields(DestinationPolicy)}
+    for name, fields in tables.items():
+        if not (name.startswith("queue://") or name.startswith("topic://")):
+            raise ValueError(f"destinations: name {name!r} as queue://NAME or topic://NAME")
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise TypeError(f"destinations[{name!r}]: unknown policy setting {unknown[0]!r}")
+        policies[name] = dataclasses.replace(config.default_policy, **fields)
+    return dataclasses.replace(config, policies=policies)
 
 
 def get_embedded(name: str, *, create: bool = True, data_dir: str | None = None) -> EmbeddedBroker:
