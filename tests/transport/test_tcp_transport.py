@@ -440,6 +440,23 @@ def test_server_heartbeat_is_answered(server: FakeServer) -> None:
         t.close()
 
 
+def test_the_heartbeat_thread_ends_quietly_on_a_link_lost_before_it_started(
+    server: FakeServer,
+) -> None:
+    """A link the reader found dead (and whose socket it closed) before the heartbeat thread
+    got going: that thread ends without an error (it raised ValueError on the closed socket,
+    printed by the thread machinery, after a server crash)."""
+    t = transport(server, heartbeat=30.0)
+    try:
+        connect(t)
+        server.drop_all()
+        assert wait_until(lambda: t.lost, 5.0)
+        assert wait_until(lambda: t._sock.fileno() == -1, 5.0)
+        t._heartbeat_loop()  # as a thread started now would run: returns, raises nothing
+    finally:
+        t.close()
+
+
 def test_heartbeats_keep_an_idle_link_alive(server: FakeServer) -> None:
     """The client's own heartbeats do not count as received data; a server that writes
     (here: heartbeats every 0.05 s) keeps a 0.1 s client alive well past 2 intervals."""

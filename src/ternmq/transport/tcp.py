@@ -759,7 +759,10 @@ class TcpTransport:
         interval = self._heartbeat
         wake = self._hb_wake
         poller = select.poll()
-        poller.register(self._sock, select.POLLOUT)
+        try:
+            poller.register(self._sock, select.POLLOUT)
+        except ValueError:  # the reader closed the socket already: the link is lost
+            return
         while self._lost_reason is None and not self._closing:
             now = time.monotonic()
             silent = now - self._last_recv
